@@ -1,0 +1,66 @@
+# Self-Attention, Step by Step.  Two commands on a fresh machine:
+#   make book   - set up .venv, build the HTML book into _build/html
+#   make test   - set up .venv, ruff, the book build, the pytest suite
+# Instructor: make grade [PS=ps05_matrix_form] [JOBS=2], make grade-demo.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JOBS ?= 1
+PS ?=
+export PYTHONHASHSEED := 0
+export MPLBACKEND := Agg
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: all book test lint pytest browser grade grade-demo release bench clean
+
+all: book
+
+# Re-installs only when requirements.txt or pyproject.toml changed.
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attn_ref)" >/dev/null
+	@touch $(STAMP)
+
+# Debian's chromium for the browser tests; installed with apt when absent and we may (root).
+browser:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the browser tests (about a minute)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "no chromium and not root: browser tests will be skipped (sudo apt-get install chromium)"; \
+	  fi; \
+	fi
+
+book: $(STAMP)
+	@if [ -n "$$CI" ]; then rm -rf _build/.jupyter_cache; fi
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "Book: file://$(CURDIR)/_build/html/index.html"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+pytest: $(STAMP) browser
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+test: lint book pytest
+
+release: $(STAMP)
+	$(BIN)/python -m attn_ref.grading.release
+
+grade: $(STAMP)
+	$(BIN)/python -m attn_ref.grading.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS))
+
+grade-demo: $(STAMP)
+	$(BIN)/python -m attn_ref.grading.demo --jobs $(JOBS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf _build
