@@ -1,0 +1,245 @@
+"""Catalogue of ps04_step_by_step: the lecture's self-attention for one query, one step at a time.
+
+Practises the chapter "Self-attention step by step" (计算原理): q^i = W^q a^i, k^j = W^k a^j,
+v^j = W^v a^j, alpha_{i,j} = q^i . k^j (the lecture's unscaled dot product), alpha'_{i,.} =
+softmax(alpha_{i,.}), b^i = sum_j alpha'_{i,j} v^j.  Inputs use the lecture's column layout:
+a (d_in, n) holds a^1..a^n as columns; weights have nn.Linear's shape (d_out, d_in).
+References: :func:`attn_ref.attention.attend_one` with ``scale=1.0`` and :func:`attn_ref.softmax.softmax`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import attend_one
+from ..softmax import softmax
+from .core import Mistake, Task
+
+ASSIGNMENT = "ps04_step_by_step"
+EXAMPLE = '''# The running example: four input vectors a^1..a^4 (the columns of a), d_in = 3, d_k = d_v = 2.
+a = np.array([[1.0, 0.0, 1.0, 0.0],
+              [1.0, 2.0, 1.0, 0.0],
+              [0.0, 0.0, 1.0, 1.0]])  # (d_in=3, n=4)
+W_q = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])  # (d_k=2, d_in=3)
+W_k = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 2.0]])  # (d_k=2, d_in=3)
+W_v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
+'''
+#: The notebook's setup cell: the imports and the running example (a^1..a^4 and the weights).
+SETUP = "import numpy as np\n\n" + EXAMPLE
+
+
+def _weights(rng, d_in, d_k, d_v):
+    return (rng.standard_normal((d_k, d_in)), rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in)))
+
+
+# --- task 1: q, k, v of one input vector ------------------------------------------------------
+
+def _ref_qkv(a_j, W_q, W_k, W_v):
+    a_j = np.asarray(a_j, dtype=float)
+    return (W_q @ a_j, W_k @ a_j, W_v @ a_j)
+
+
+def _cases_qkv(rng):
+    # The first case is square (d_in = d_k = d_v) so that a transposed weight still runs and is named.
+    cases = [(rng.standard_normal(4), *_weights(rng, 4, 4, 4))]
+    for d_in, d_k, d_v in [(3, 2, 5), (1, 1, 1), (6, 4, 3)]:
+        cases.append((rng.standard_normal(d_in), *_weights(rng, d_in, d_k, d_v)))
+    return cases
+
+
+QKV_SOLUTION = '''def query_key_value(a_j, W_q, W_k, W_v):
+    """q^j, k^j, v^j of one input vector. a_j: (d_in,) -> ((d_k,), (d_k,), (d_v,))."""
+    ### BEGIN SOLUTION
+    q = W_q @ a_j  # (d_k,)
+    k = W_k @ a_j  # (d_k,)
+    v = W_v @ a_j  # (d_v,)
+    return q, k, v
+    ### END SOLUTION
+'''
+
+QKV_MISTAKES = (
+    Mistake("wq_wk_swapped", "q was computed with W^k and k with W^q: q^j = W^q a^j, k^j = W^k a^j",
+            '''def query_key_value(a_j, W_q, W_k, W_v):
+    return W_k @ a_j, W_q @ a_j, W_v @ a_j
+'''),
+    Mistake("weights_transposed", "the weights were applied transposed (a^j W instead of W a^j); "
+            "W has shape (d_out, d_in), so q^j = W^q a^j",
+            '''def query_key_value(a_j, W_q, W_k, W_v):
+    return a_j @ W_q, a_j @ W_k, a_j @ W_v
+'''),
+    Mistake("v_from_wk", "v was computed with W^k instead of W^v: v^j = W^v a^j",
+            '''def query_key_value(a_j, W_q, W_k, W_v):
+    return W_q @ a_j, W_k @ a_j, W_k @ a_j
+'''),
+)
+
+
+# --- task 2: the raw scores alpha_{i,1..n} ------------------------------------------------------
+
+def _ref_scores(a, i, W_q, W_k):
+    a = np.asarray(a, dtype=float)
+    W_v = np.zeros((1, a.shape[0]))
+    return attend_one(a, i, W_q, W_k, W_v, scale=1.0).alpha
+
+
+def _cases_scores(rng):
+    cases = []
+    for d_in, d_k, n, i in [(3, 2, 4, 0), (4, 4, 5, 3), (2, 3, 1, 0), (5, 2, 6, 5), (3, 1, 3, 1)]:
+        W_q, W_k, _ = _weights(rng, d_in, d_k, 1)
+        cases.append((rng.standard_normal((d_in, n)), i, W_q, W_k))
+    return cases
+
+
+SCORES_SOLUTION = '''def attention_scores_for_query(a, i, W_q, W_k):
+    """alpha_{i,j} = q^i . k^j for j = 1..n. a: (d_in, n), i: int -> (n,)."""
+    ### BEGIN SOLUTION
+    q_i = W_q @ a[:, i]  # (d_k,)
+    K = W_k @ a  # (d_k, n): k^1..k^n as columns
+    return K.T @ q_i  # (n,)
+    ### END SOLUTION
+'''
+
+SCORES_MISTAKES = (
+    Mistake("self_score_missing", "the query's own score alpha_{i,i} = q^i . k^i was left out; "
+            "every vector is also compared with itself, so there are n scores",
+            '''def attention_scores_for_query(a, i, W_q, W_k):
+    q_i = W_q @ a[:, i]
+    return np.array([q_i @ (W_k @ a[:, j]) for j in range(a.shape[1]) if j != i])
+'''),
+    Mistake("wq_wk_swapped", "W^q and W^k were swapped: the query is q^i = W^q a^i and the keys k^j = W^k a^j",
+            '''def attention_scores_for_query(a, i, W_q, W_k):
+    q_i = W_k @ a[:, i]
+    return (W_q @ a).T @ q_i
+'''),
+    Mistake("scaled_by_sqrt_dk", "the scores were divided by sqrt(d_k); this task asks for the lecture's "
+            "plain dot product alpha_{i,j} = q^i . k^j",
+            '''def attention_scores_for_query(a, i, W_q, W_k):
+    q_i = W_q @ a[:, i]
+    return (W_k @ a).T @ q_i / np.sqrt(W_q.shape[0])
+'''),
+    Mistake("softmax_applied_early", "softmax was already applied; this task asks for the raw scores "
+            "alpha_{i,j}, normalising is the next task",
+            '''def attention_scores_for_query(a, i, W_q, W_k):
+    s = (W_k @ a).T @ (W_q @ a[:, i])
+    e = np.exp(s - s.max())
+    return e / e.sum()
+'''),
+)
+
+
+# --- task 3: softmax ----------------------------------------------------------------------------
+
+def _ref_normalise(alpha):
+    return softmax(np.asarray(alpha))
+
+
+def _cases_normalise(rng):
+    return [
+        (rng.standard_normal(5),),
+        (np.array([2.0]),),  # n = 1: the one weight is 1
+        (rng.standard_normal(7) * 3,),
+        (np.array([1e4, 1e4 - 1.0, -1e4]),),  # large scores: exp overflows unless the max is subtracted
+        (rng.standard_normal(4).astype(np.float32),),
+    ]
+
+
+NORMALISE_SOLUTION = '''def normalise(alpha):
+    """alpha'_{i,j} = exp(alpha_{i,j}) / sum_l exp(alpha_{i,l}). alpha: (n,) -> (n,)."""
+    ### BEGIN SOLUTION
+    e = np.exp(alpha - np.max(alpha))  # subtracting the max changes nothing but avoids overflow
+    return e / e.sum()
+    ### END SOLUTION
+'''
+
+NORMALISE_MISTAKES = (
+    Mistake("exp_forgotten", "the scores were divided by their sum without exp: softmax is "
+            "exp(alpha_j) / sum_l exp(alpha_l)",
+            '''def normalise(alpha):
+    return alpha / np.sum(alpha)
+'''),
+    Mistake("not_divided_by_sum", "exp was taken but not divided by the sum, so the weights do not add up to 1",
+            '''def normalise(alpha):
+    return np.exp(alpha - np.max(alpha))
+'''),
+    Mistake("hard_max", "the largest score got weight 1 and the others 0 (a hard max); softmax gives "
+            "every score a positive weight",
+            '''def normalise(alpha):
+    out = np.zeros_like(alpha)
+    out[np.argmax(alpha)] = 1.0
+    return out
+'''),
+)
+
+
+# --- task 4: the output b^i ---------------------------------------------------------------------
+
+def _ref_output(a, i, W_q, W_k, W_v):
+    return attend_one(np.asarray(a, dtype=float), i, W_q, W_k, W_v, scale=1.0).b
+
+
+def _cases_output(rng):
+    cases = []
+    for d_in, d_k, d_v, n, i in [(3, 2, 4, 4, 0), (4, 3, 2, 5, 2), (2, 2, 3, 1, 0), (5, 4, 6, 6, 5)]:
+        cases.append((rng.standard_normal((d_in, n)), i, *_weights(rng, d_in, d_k, d_v)))
+    return cases
+
+
+OUTPUT_SOLUTION = '''def output_for_query(a, i, W_q, W_k, W_v):
+    """b^i = sum_j alpha'_{i,j} v^j. a: (d_in, n), i: int -> (d_v,)."""
+    ### BEGIN SOLUTION
+    q_i = W_q @ a[:, i]  # (d_k,)
+    K = W_k @ a  # (d_k, n)
+    V = W_v @ a  # (d_v, n)
+    alpha = K.T @ q_i  # (n,)
+    e = np.exp(alpha - alpha.max())
+    alpha_prime = e / e.sum()  # (n,)
+    return V @ alpha_prime  # (d_v,)
+    ### END SOLUTION
+'''
+
+OUTPUT_MISTAKES = (
+    Mistake("softmax_forgotten", "the raw scores alpha_{i,j} weighted the values; they must be normalised "
+            "with softmax first (alpha'_{i,j})",
+            '''def output_for_query(a, i, W_q, W_k, W_v):
+    alpha = (W_k @ a).T @ (W_q @ a[:, i])
+    return (W_v @ a) @ alpha
+'''),
+    Mistake("weights_on_inputs", "the weights alpha'_{i,j} multiplied the inputs a^j instead of the values "
+            "v^j = W^v a^j",
+            '''def output_for_query(a, i, W_q, W_k, W_v):
+    alpha = (W_k @ a).T @ (W_q @ a[:, i])
+    e = np.exp(alpha - alpha.max())
+    return a @ (e / e.sum())
+'''),
+    Mistake("wq_wk_swapped", "W^q and W^k were swapped: the query is q^i = W^q a^i and the keys k^j = W^k a^j",
+            '''def output_for_query(a, i, W_q, W_k, W_v):
+    alpha = (W_q @ a).T @ (W_k @ a[:, i])
+    e = np.exp(alpha - alpha.max())
+    return (W_v @ a) @ (e / e.sum())
+'''),
+    Mistake("only_own_value", "b^i was taken as v^i alone; b^i is the weighted sum over all values "
+            "sum_j alpha'_{i,j} v^j",
+            '''def output_for_query(a, i, W_q, W_k, W_v):
+    return W_v @ a[:, i]
+'''),
+)
+
+
+TASKS = [
+    Task(ASSIGNMENT, "query_key_value", _ref_qkv, _cases_qkv, QKV_MISTAKES, setup=SETUP,
+         description="q^j, k^j, v^j of one input vector"),
+    Task(ASSIGNMENT, "attention_scores_for_query", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP,
+         description="alpha_{i,1..n}, the lecture's unscaled dot products"),
+    Task(ASSIGNMENT, "normalise", _ref_normalise, _cases_normalise, NORMALISE_MISTAKES, setup=SETUP,
+         description="softmax of the scores", rtol=1e-5, atol=1e-7),
+    Task(ASSIGNMENT, "output_for_query", _ref_output, _cases_output, OUTPUT_MISTAKES, setup=SETUP,
+         description="b^i, the weighted sum of the values"),
+]
+
+#: The solution of each task's answer cell, as it appears in the source notebook.
+SOLUTIONS = {
+    "query_key_value": QKV_SOLUTION,
+    "attention_scores_for_query": SCORES_SOLUTION,
+    "normalise": NORMALISE_SOLUTION,
+    "output_for_query": OUTPUT_SOLUTION,
+}
