@@ -1,0 +1,106 @@
+"""attn_ref.diagrams: the lecture's figures produce the right artists, shapes and numbers."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.patches import Rectangle
+
+from attn_ref import diagrams as D
+from attn_ref.attention import attend_one
+from attn_ref.scores import additive_score
+
+
+@pytest.fixture
+def ax():
+    fig, ax = plt.subplots()
+    yield ax
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("r,m,c", [(2, 3, 4), (1, 1, 1), (5, 2, 3)])
+def test_draw_matmul_cells_and_dimensions(ax, r, m, c):
+    rng = np.random.default_rng(r * 100 + m * 10 + c)
+    L, R = rng.normal(size=(r, m)), rng.normal(size=(m, c))
+    out = D.draw_matmul(ax, L, R, L @ R, names=("$W^q$", "$I$", "$Q$"))
+    assert [len(cells) for cells in out["cells"]] == [r * m, m * c, r * c]
+    assert [t.get_text() for t in out["dims"]] == [f"{r}×{m}", f"{m}×{c}", f"{r}×{c}"]
+    assert [t.get_text() for t in out["names"]] == ["$W^q$", "$I$", "$Q$"]
+    assert sum(isinstance(p, Rectangle) for p in ax.patches) == r * m + m * c + r * c
+    # each cell is the same size and the three matrices do not overlap horizontally
+    rights = [max(p.get_x() + p.get_width() for p in cells) for cells in out["cells"]]
+    lefts = [min(p.get_x() for p in cells) for cells in out["cells"]]
+    assert rights[0] < lefts[1] and rights[1] < lefts[2]
+
+
+def test_draw_matmul_cell_colours_follow_values(ax):
+    L = np.array([[-1.0, 0.0, 1.0]])
+    out = D.draw_matmul(ax, L, np.ones((3, 1)), L @ np.ones((3, 1)))
+    faces = [c.get_facecolor() for c in out["cells"][0]]
+    assert faces[0] != faces[2]  # -1 and +1 get different shades
+    assert faces[1][:3] == pytest.approx((0.97, 0.97, 0.97), abs=0.03)  # 0 is the map's white middle
+
+
+def test_draw_matmul_rejects_shapes_that_do_not_chain(ax):
+    with pytest.raises(ValueError, match=r"\(m, c\)"):
+        D.draw_matmul(ax, np.ones((2, 3)), np.ones((4, 2)), np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"\(r, c\)"):
+        D.draw_matmul(ax, np.ones((2, 3)), np.ones((3, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="3 labels"):
+        D.draw_matmul(ax, np.ones((2, 3)), np.ones((3, 2)), np.ones((2, 2)), names=("A", "B"))
+
+
+@pytest.mark.parametrize("n,blocks", [(4, 1), (4, 2), (1, 1)])
+def test_draw_architecture_counts(ax, n, blocks):
+    out = D.draw_architecture(ax, n=n, n_blocks=blocks)
+    assert len(out["blocks"]) == blocks
+    assert len(out["vectors"]) == n * (blocks + 1)  # inputs plus each block's outputs
+    assert len(out["fcns"]) == n
+    framed = [v for v in out["vectors"] if v.get_linewidth() > 2]
+    assert len(framed) == n * blocks  # the outputs that "consider the whole sequence"
+    with pytest.raises(ValueError):
+        D.draw_architecture(ax, n=0)
+
+
+def test_draw_dot_product_value_and_cells(ax):
+    rng = np.random.default_rng(0)
+    a1, a2 = rng.normal(size=3), rng.normal(size=3)
+    Wq, Wk = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    out = D.draw_dot_product(ax, a1, a2, Wq, Wk)
+    assert out["alpha"] == pytest.approx(float(np.dot(Wq @ a1, Wk @ a2)), abs=1e-12)
+    assert len(out["cells"]) == 3 + 3 + 2 + 2 + 2  # a^1, a^2, q, k, q*k
+
+
+def test_draw_additive_matches_the_formula(ax):
+    rng = np.random.default_rng(1)
+    a1, a2 = rng.normal(size=3), rng.normal(size=3)
+    Wq, Wk, w = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=4)
+    out = D.draw_additive(ax, a1, a2, Wq, Wk, w)
+    # Bahdanau et al. (2015), written out here: w^T tanh(W_q a1 + W_k a2)
+    assert out["alpha"] == pytest.approx(float(w @ np.tanh(Wq @ a1 + Wk @ a2)), abs=1e-12)
+    assert out["alpha"] == pytest.approx(float(additive_score(a1, a2, Wq, Wk, w)), abs=1e-12)
+    assert len(out["cells"]) == 3 + 3 + 4 * 4
+
+
+def test_draw_weighted_sum_ends_at_b(ax):
+    rng = np.random.default_rng(2)
+    V, w = rng.normal(size=(2, 5)), rng.dirichlet(np.ones(5))
+    out = D.draw_weighted_sum(ax, w, V)
+    np.testing.assert_allclose(out["b_value"], V @ w, atol=1e-12)
+    assert len(out["v"]) == 5 and len(out["scaled"]) == 5
+    with pytest.raises(ValueError, match=r"\(2, n\)"):
+        D.draw_weighted_sum(ax, w, rng.normal(size=(3, 5)))
+
+
+def test_draw_query_panel_returns_attend_one():
+    rng = np.random.default_rng(3)
+    a, Wq, Wk, Wv = rng.normal(size=(3, 4)), rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    fig, axes = plt.subplots(1, 3)
+    step = D.draw_query_panel(axes, a, 2, Wq, Wk, Wv)
+    ref = attend_one(a, 2, Wq, Wk, Wv, scale=1.0)
+    np.testing.assert_allclose(step.b, ref.b, atol=1e-12)
+    heights = [p.get_height() for p in axes[1].patches]
+    np.testing.assert_allclose(heights, ref.alpha_prime, atol=1e-12)
+    plt.close(fig)
