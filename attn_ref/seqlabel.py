@@ -1,0 +1,141 @@
+"""Sequence labeling (序列标注) without attention: a fully connected network per token, then per window.
+
+Lee, ML 2021 "Self-attention", Sequence Labeling: the same fully connected network (FCN) is
+applied to every input vector; it cannot tell the two ``saw`` of ``I saw a saw`` apart since
+their vectors are identical.  Feeding it a window of neighbours (x_{t-w}, ..., x_{t+w})
+concatenated fixes that, at the price of (2w+1) times the input parameters.
+
+NumPy (what the exercises check) and PyTorch twins (what the chapter trains):
+
+* :func:`window_features` — (..., n, d) -> (..., n, (2w+1) d), zero (or ``pad``) beyond the ends;
+* :func:`fcn_tag_logits` — relu(X W1^T + b1) W2^T + b2 for every row (weights shaped like nn.Linear);
+* :func:`windowed_logits` — the same FCN on the windowed features;
+* :func:`make_tagger`, :func:`train_tagger`, :func:`n_tagger_params` — the trained taggers and their size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_array, check_dim, check_min_ndim, check_ndim
+
+
+def window_features(X, w: int, pad: float = 0.0) -> np.ndarray:
+    """Concatenate each vector with its w left and w right neighbours.
+
+    X: (..., n, d) -> (..., n, (2w+1) d); row t is [x_{t-w}, ..., x_t, ..., x_{t+w}], positions
+    outside 0..n-1 filled with ``pad`` (default zeros, as ``torch.nn.functional.pad``).
+    """
+    X = as_array(X, "X")
+    check_min_ndim(X, "X", 2, "(..., n, d)")
+    if w < 0:
+        raise ValueError(f"w: expected a window half-width >= 0, got {w}")
+    n = X.shape[-2]
+    widths = [(0, 0)] * (X.ndim - 2) + [(w, w), (0, 0)]
+    P = np.pad(X, widths, constant_values=pad)  # (..., n + 2w, d)
+    return np.concatenate([P[..., k:k + n, :] for k in range(2 * w + 1)], axis=-1)  # (..., n, (2w+1) d)
+
+
+def _check_fcn(X, W1, b1, W2, b2):
+    X, W1, b1, W2, b2 = (as_array(a, name) for a, name in
+                         ((X, "X"), (W1, "W1"), (b1, "b1"), (W2, "W2"), (b2, "b2")))
+    check_min_ndim(X, "X", 2, "(..., n, d)")
+    check_ndim(W1, "W1", 2, "(h, d)")
+    check_ndim(W2, "W2", 2, "(k, h)")
+    check_dim(W1.shape[1], X.shape[-1], "W1's columns vs X's d", f"(h, d={X.shape[-1]})", W1.shape)
+    check_dim(b1.shape[0] if b1.ndim == 1 else -1, W1.shape[0], "b1 vs W1's rows", f"(h={W1.shape[0]},)", b1.shape)
+    check_dim(W2.shape[1], W1.shape[0], "W2's columns vs h", f"(k, h={W1.shape[0]})", W2.shape)
+    check_dim(b2.shape[0] if b2.ndim == 1 else -1, W2.shape[0], "b2 vs W2's rows", f"(k={W2.shape[0]},)", b2.shape)
+    return X, W1, b1, W2, b2
+
+
+def fcn_tag_logits(X, W1, b1, W2, b2) -> np.ndarray:
+    """The same two-layer FCN on every vector: (..., n, d) -> (..., n, k) tag scores.
+
+    h_t = relu(W1 x_t + b1), y_t = W2 h_t + b2; W1 (h, d), b1 (h,), W2 (k, h), b2 (k,).
+    """
+    X, W1, b1, W2, b2 = _check_fcn(X, W1, b1, W2, b2)
+    H = np.maximum(X @ W1.T + b1, 0.0)  # (..., n, h)
+    return H @ W2.T + b2  # (..., n, k)
+
+
+def windowed_logits(X, w: int, W1, b1, W2, b2) -> np.ndarray:
+    """The FCN on windows of 2w+1 vectors: (..., n, d) -> (..., n, k); W1 is (h, (2w+1) d)."""
+    return fcn_tag_logits(window_features(X, w), W1, b1, W2, b2)
+
+
+def n_tagger_params(d: int, w: int, hidden: int, n_tags: int) -> int:
+    """Parameters of the windowed FCN: (2w+1) d h + h + h k + k — linear in the window size."""
+    return (2 * w + 1) * d * hidden + hidden + hidden * n_tags + n_tags
+
+
+def token_dataset(sentences, vectors, labels, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Windowed features of every token of every sentence, stacked: ((N, (2w+1) d), (N,)).
+
+    sentences: list of int arrays (word indices); vectors: (V, d) the word vectors (e.g. one-hot);
+    labels: list of int arrays, one label per word.  Windows never cross sentence boundaries.
+    """
+    vectors = as_array(vectors, "vectors")
+    feats = [window_features(vectors[s], w) for s in sentences]
+    return np.concatenate(feats).astype(np.float32), np.concatenate(labels).astype(np.int64)
+
+
+def make_tagger(d_in: int, n_tags: int, hidden: int = 32, seed: int = 0):
+    """torch: Linear(d_in, hidden) -> ReLU -> Linear(hidden, n_tags), seeded initialisation."""
+    import torch
+
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, n_tags))
+
+
+def tagger_weights(model) -> tuple[np.ndarray, ...]:
+    """(W1, b1, W2, b2) of a :func:`make_tagger` model as numpy arrays (for :func:`fcn_tag_logits`)."""
+    return tuple(p.detach().cpu().numpy().astype(np.float64) for p in model.parameters())
+
+
+def train_tagger(X_train, y_train, X_val=None, y_val=None, *, n_tags: int, hidden: int = 32,
+                 steps: int = 300, lr: float = 0.01, weight_decay: float = 0.0, seed: int = 0,
+                 eval_every: int = 10):
+    """Full-batch Adam on cross-entropy. Returns (model, curves).
+
+    curves: dict of lists ``step``, ``train_loss``, ``train_acc``, ``val_loss``, ``val_acc``
+    (the validation entries only when a validation set is given), measured every ``eval_every`` steps.
+    """
+    import torch
+
+    Xt, yt = torch.as_tensor(X_train, dtype=torch.float32), torch.as_tensor(y_train)
+    has_val = X_val is not None
+    if has_val:
+        Xv, yv = torch.as_tensor(X_val, dtype=torch.float32), torch.as_tensor(y_val)
+    model = make_tagger(Xt.shape[1], n_tags, hidden, seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    curves: dict[str, list] = {"step": [], "train_loss": [], "train_acc": [], "val_loss": [], "val_acc": []}
+
+    def record(step):
+        with torch.no_grad():
+            out = model(Xt)
+            curves["step"].append(step)
+            curves["train_loss"].append(float(loss_fn(out, yt)))
+            curves["train_acc"].append(float((out.argmax(1) == yt).float().mean()))
+            if has_val:
+                out = model(Xv)
+                curves["val_loss"].append(float(loss_fn(out, yv)))
+                curves["val_acc"].append(float((out.argmax(1) == yv).float().mean()))
+
+    for step in range(steps):
+        if step % eval_every == 0:
+            record(step)
+        opt.zero_grad()
+        loss_fn(model(Xt), yt).backward()
+        opt.step()
+    record(steps)
+    return model, curves
+
+
+def predict_tags(model, features) -> np.ndarray:
+    """Argmax tag index of every row of ``features`` (N, d_in) under a torch tagger."""
+    import torch
+
+    with torch.no_grad():
+        return model(torch.as_tensor(np.asarray(features), dtype=torch.float32)).argmax(1).numpy()
