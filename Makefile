@@ -21,8 +21,7 @@ all: book
 # Re-installs only when requirements.txt or pyproject.toml changed.
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements.txt 2>&1 | { grep -v 'is ignored: it is neither' || true; }
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attn_ref)" >/dev/null
 	@touch $(STAMP)
 
