@@ -96,10 +96,10 @@ def self_attention_columns(I, W_q, W_k, W_v, scale: float | None = None):
     return O, A_prime
 
 
-def apply_mask(scores: np.ndarray, mask) -> np.ndarray:
+def apply_mask(scores: np.ndarray, mask, inplace: bool = False) -> np.ndarray:
     """Scores with a mask applied: boolean (True = may attend) or additive float.
 
-    scores: (..., n_q, n_k); mask broadcastable to it.
+    scores: (..., n_q, n_k); mask broadcastable to it. ``inplace=True`` may overwrite ``scores``.
     """
     if mask is None:
         return scores
@@ -111,6 +111,9 @@ def apply_mask(scores: np.ndarray, mask) -> np.ndarray:
             f"mask: expected a shape that broadcasts to the scores' {scores.shape}, got {mask.shape}"
         ) from None
     if mask.dtype == bool:
+        if inplace and mask.shape == scores.shape:
+            np.copyto(scores, -np.inf, where=~mask)
+            return scores
         return np.where(mask, scores, np.array(-np.inf, dtype=scores.dtype))
     if mask.dtype.kind not in "fiu":
         raise ValueError(f"mask: expected a boolean or float array, got dtype {mask.dtype}")
@@ -131,9 +134,23 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale: float | None = None)
     check_dim(k.shape[-1], q.shape[-1], "k's d_k vs q's", "(..., n_k, d_k)", k.shape)
     check_dim(v.shape[-2], k.shape[-2], "v's n_k vs k's", "(..., n_k, d_v)", v.shape)
     s = default_scale(q.shape[-1], scale)
-    scores = (q @ np.swapaxes(k, -1, -2)) * s  # (..., n_q, d_k) x (..., d_k, n_k) -> (..., n_q, n_k)
-    weights = softmax(apply_mask(scores, mask), axis=-1)
+    # Scale q (n d values) rather than the scores (n^2); a Python float keeps float32 as float32.
+    scores = (q * s) @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) x (..., d_k, n_k) -> (..., n_q, n_k)
+    scores = apply_mask(scores, mask, inplace=True)
+    weights = _softmax_last_inplace(scores)  # the scores are ours: normalise them in place
     return weights @ v, weights  # (..., n_q, n_k) x (..., n_k, d_v) -> (..., n_q, d_v)
+
+
+def _softmax_last_inplace(x: np.ndarray) -> np.ndarray:
+    """:func:`attn_ref.softmax` over the last axis, overwriting ``x`` (no n x n temporaries)."""
+    m = np.max(x, axis=-1, keepdims=True)  # (..., n_q, 1)
+    m[np.isneginf(m)] = 0  # a fully masked row: exp(-inf - 0) = 0, not nan
+    np.subtract(x, m, out=x)
+    np.exp(x, out=x)
+    total = np.sum(x, axis=-1, keepdims=True)  # (..., n_q, 1)
+    total[total == 0] = 1
+    np.multiply(x, 1 / total, out=x)
+    return x
 
 
 def self_attention(x, W_q, W_k, W_v, mask=None, scale: float | None = None):
