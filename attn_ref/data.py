@@ -40,11 +40,23 @@ _EMBEDDING_TEMPLATES: dict[str, list[str]] = {
 }
 
 
-def embedding_corpus(n_sentences: int = 600, seed: int = 0) -> list[list[str]]:
-    """``n_sentences`` tokenised sentences, each a template of one group filled with a word of that group.
+_OWN_TEMPLATES: dict[str, str] = {  # one context that only this word has
+    "cat": "the {} purred", "dog": "the {} barked", "horse": "the {} galloped", "cow": "the {} gave milk",
+    "bird": "the {} flew away", "car": "the {} honked", "bus": "the {} stopped for children",
+    "truck": "the {} hauled cargo", "train": "the {} left the platform", "bike": "the {} has pedals",
+    "apple": "the {} fell from the tree", "bread": "the {} was baked", "rice": "the {} was boiled",
+    "cheese": "the {} was aged", "soup": "the {} was hot",
+}
+_SHARED_TEMPLATES = ["I like the {}", "look at that {}", "there is a {} here"]  # any group
 
-    Words of the same group share their contexts (``the cat slept`` / ``the dog slept``), words of
-    different groups almost never do; that is all a distributional embedding needs.
+
+def embedding_corpus(n_sentences: int = 600, seed: int = 0) -> list[list[str]]:
+    """``n_sentences`` tokenised sentences: templates filled with a word of :data:`EMBEDDING_GROUPS`.
+
+    Words of the same group share most of their contexts (``the cat slept`` / ``the dog slept``);
+    each word also has a context of its own (``the dog barked``, 25 % of its sentences) and all
+    words share a few neutral ones (``I like the ...``, 10 %).  That is all a distributional
+    embedding needs to put related words close.
     """
     rng = np.random.default_rng(seed)
     groups = list(EMBEDDING_GROUPS)
@@ -52,7 +64,13 @@ def embedding_corpus(n_sentences: int = 600, seed: int = 0) -> list[list[str]]:
     for _ in range(n_sentences):
         g = groups[rng.integers(len(groups))]
         word = EMBEDDING_GROUPS[g][rng.integers(len(EMBEDDING_GROUPS[g]))]
-        template = _EMBEDDING_TEMPLATES[g][rng.integers(len(_EMBEDDING_TEMPLATES[g]))]
+        u = rng.random()
+        if u < 0.25:
+            template = _OWN_TEMPLATES[word]
+        elif u < 0.35:
+            template = _SHARED_TEMPLATES[rng.integers(len(_SHARED_TEMPLATES))]
+        else:
+            template = _EMBEDDING_TEMPLATES[g][rng.integers(len(_EMBEDDING_TEMPLATES[g]))]
         sentences.append(template.format(word).split())
     return sentences
 
