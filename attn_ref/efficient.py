@@ -1,0 +1,170 @@
+"""Attention without the n x n matrix: the online softmax, block by block.
+
+The matrix form softmax(Q K^T * scale) V (see :mod:`attn_ref.attention`) holds the
+scores of every query against every key, an (n, n) array: 64 MiB in float32 at
+n = 4096, 1 GiB at n = 16384.  Two observations remove it (Milakov & Gimelshein 2018,
+"Online normalizer calculation for softmax"; Dao et al. 2022, FlashAttention):
+
+1. the softmax of a row can be computed in **one streaming pass**: keep a running
+   maximum ``m`` and a running sum ``l = sum_j exp(x_j - m)``; when a larger maximum
+   ``m'`` arrives, the old sum is rescaled by ``exp(m - m')``;
+2. the output row ``b = sum_j softmax(x)_j v^j`` is a weighted sum, so it can be
+   accumulated unnormalised alongside ``l`` (rescaled by the same factor) and divided
+   by ``l`` once at the end.
+
+So :func:`blocked_attention` takes the keys and values in blocks of ``block`` rows
+and the queries in blocks too: only a (block_q, block) tile of scores exists at any
+time, memory O(n * block) instead of O(n^2).  The attention weights are never formed
+(that is the point), so the function returns the output only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from ._checks import as_array, check_dim, check_min_ndim
+
+
+class OnlineSoftmax(NamedTuple):
+    """What :func:`online_softmax_trace` records after each block of one row."""
+
+    m: np.ndarray  # (n_blocks,) running maximum after each block
+    l: np.ndarray  # (n_blocks,) running sum of exp(x_j - m) after each block  # noqa: E741
+    softmax: np.ndarray  # (n,) the softmax of the row, from the final m and l
+
+
+def online_softmax_trace(x, block: int) -> OnlineSoftmax:
+    """Softmax of one row ``x`` (n,) read ``block`` entries at a time (Milakov & Gimelshein 2018, alg. 3).
+
+    After each block: m_new = max(m, max(block)); l = l * exp(m - m_new) + sum exp(block - m_new).
+    Returns the running m and l after every block and the softmax exp(x - m) / l.
+    A row of only -inf gives zeros (the :func:`attn_ref.softmax` convention).
+    """
+    x = as_array(x, "x")
+    if x.ndim != 1:
+        raise ValueError(f"x: expected shape (n,), got {x.shape} ({x.ndim}-D)")
+    if block < 1:
+        raise ValueError(f"block: expected a block size >= 1, got {block}")
+    m, l = -np.inf, 0.0  # noqa: E741
+    ms, ls = [], []
+    for j0 in range(0, len(x), block):
+        xb = x[j0:j0 + block]
+        m_new = max(m, float(xb.max()))
+        if m_new > -np.inf:
+            l = l * math.exp(m - m_new) + float(np.exp(xb - m_new).sum())  # noqa: E741
+        m = m_new
+        ms.append(m)
+        ls.append(l)
+    if l == 0:
+        p = np.zeros_like(x)
+    else:
+        p = np.exp(x - x.dtype.type(m)) / x.dtype.type(l)
+    return OnlineSoftmax(np.array(ms, dtype=x.dtype), np.array(ls, dtype=x.dtype), p)
+
+
+def _blocks(n: int, size: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, size):
+        yield start, min(start + size, n)
+
+
+def _attention_2d(q, k, v, mask, causal: bool, block_q: int, block_k: int, out) -> None:
+    """One (n_q, d) x (n_k, d) x (n_k, d_v) attention into ``out`` (n_q, d_v); q already scaled."""
+    n_q, n_k, d_v = q.shape[0], k.shape[0], v.shape[1]
+    dtype = out.dtype
+    k_t = k.T  # (d_k, n_k), a view: BLAS reads the transpose
+    # v with a column of ones: the same product that accumulates sum_j p_j v^j also gives l = sum_j p_j.
+    v1 = np.empty((n_k, d_v + 1), dtype=dtype)
+    v1[:, :d_v] = v
+    v1[:, d_v] = 1
+    scores = np.empty((block_q, block_k), dtype=dtype)  # the only score tile that ever exists
+    tile_out = np.empty((block_q, d_v + 1), dtype=dtype)
+    neg_inf = dtype.type(-np.inf)
+    for i0, i1 in _blocks(n_q, block_q):
+        r = i1 - i0
+        m = np.full((r, 1), neg_inf, dtype=dtype)  # running maximum per query
+        acc = np.zeros((r, d_v + 1), dtype=dtype)  # unnormalised output | running sum l
+        for j0, j1 in _blocks(n_k, block_k):
+            if causal and j0 > i1 - 1:
+                break  # every key of this and later blocks is in every query's future
+            s = scores[:r, : j1 - j0]
+            np.matmul(q[i0:i1], k_t[:, j0:j1], out=s)  # (r, d_k) x (d_k, c) -> (r, c)
+            if mask is not None:
+                mb = mask[i0:i1, j0:j1]
+                if mb.dtype == bool:
+                    np.copyto(s, neg_inf, where=~mb)
+                else:
+                    s += mb
+            if causal and j1 - 1 > i0:
+                future = np.arange(j0, j1)[None, :] > np.arange(i0, i1)[:, None]  # (r, c)
+                np.copyto(s, neg_inf, where=future)
+            m_new = np.maximum(m, s.max(axis=1, keepdims=True))  # (r, 1)
+            m_safe = np.where(np.isneginf(m_new), dtype.type(0), m_new)  # fully masked so far: no -inf - -inf
+            correction = np.exp(m - m_safe)  # exp(m_old - m_new) <= 1, 0 while m_old = -inf
+            s -= m_safe
+            np.exp(s, out=s)  # p_ij = exp(x_ij - m_new), in place
+            acc *= correction
+            np.matmul(s, v1[j0:j1], out=tile_out[:r])  # (r, c) x (c, d_v + 1) -> (r, d_v + 1)
+            acc += tile_out[:r]
+            m = m_new
+        l = acc[:, d_v:]  # (r, 1)  # noqa: E741
+        np.divide(acc[:, :d_v], np.where(l == 0, dtype.type(1), l), out=out[i0:i1])  # no key: zeros
+
+
+def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int = 512, *,
+                      causal: bool = False, block_q: int | None = None):
+    """softmax(q k^T * scale + mask) v without forming the (n_q, n_k) matrix.
+
+    q: (..., n_q, d_k), k: (..., n_k, d_k), v: (..., n_k, d_v), batch dims broadcast;
+    mask: None, or broadcastable to (..., n_q, n_k), boolean (True = may attend) or
+    additive float, as in :func:`attn_ref.attention.scaled_dot_product_attention`
+    (a dense mask is itself n_q x n_k: for long sequences use ``causal=True``);
+    causal: key j may be attended by query i only when j <= i (PyTorch's ``is_causal``);
+    scale: None means 1/sqrt(d_k); block: keys per block; block_q: queries per block
+    (default ``min(block, 256)``).
+    Returns the output (..., n_q, d_v) only: the weights are never formed.  A query that
+    may attend to no key gets a zero output.  The dtype of the inputs is kept (float32
+    stays float32): peak memory O((n_q + n_k) * d + block_q * block).
+    """
+    q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
+    check_min_ndim(q, "q", 2, "(..., n_q, d_k)")
+    check_min_ndim(k, "k", 2, "(..., n_k, d_k)")
+    check_min_ndim(v, "v", 2, "(..., n_k, d_v)")
+    check_dim(k.shape[-1], q.shape[-1], "k's d_k vs q's", "(..., n_k, d_k)", k.shape)
+    check_dim(v.shape[-2], k.shape[-2], "v's n_k vs k's", "(..., n_k, d_v)", v.shape)
+    if block < 1 or (block_q is not None and block_q < 1):
+        raise ValueError(f"block: expected block sizes >= 1, got block={block}, block_q={block_q}")
+    dtype = np.result_type(q, k, v)
+    n_q, d_k = q.shape[-2:]
+    n_k, d_v = v.shape[-2:]
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(f"k, v: expected batch dims that broadcast with q's {q.shape[:-2]}, "
+                         f"got {k.shape[:-2]} and {v.shape[:-2]}") from None
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.dtype != bool and mask.dtype.kind not in "fiu":
+            raise ValueError(f"mask: expected a boolean or float array, got dtype {mask.dtype}")
+        try:
+            batch = np.broadcast_shapes(batch, mask.shape[:-2]) if mask.ndim > 2 else batch
+            mask = np.broadcast_to(mask, (*batch, n_q, n_k))  # a view: no copy
+        except ValueError:
+            raise ValueError(f"mask: expected a shape that broadcasts to (..., {n_q}, {n_k}), "
+                             f"got {mask.shape}") from None
+        if mask.dtype != bool:
+            mask = mask.astype(dtype, copy=False)
+    s = 1.0 / math.sqrt(d_k) if scale is None else float(scale)  # a Python float keeps float32
+    q = np.broadcast_to(q, (*batch, n_q, d_k))
+    k = np.broadcast_to(k, (*batch, n_k, d_k))
+    v = np.broadcast_to(v, (*batch, n_k, d_v))
+    out = np.empty((*batch, n_q, d_v), dtype=dtype)
+    bq = min(block, 256) if block_q is None else block_q
+    bq, bk = max(1, min(bq, n_q)), max(1, min(block, n_k))
+    for idx in np.ndindex(*batch):
+        q_scaled = np.multiply(q[idx], dtype.type(s), dtype=dtype)  # (n_q, d_k), scaled once
+        _attention_2d(q_scaled, k[idx], v[idx], None if mask is None else mask[idx], causal, bq, bk, out[idx])
+    return out

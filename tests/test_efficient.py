@@ -1,0 +1,156 @@
+"""blocked_attention (online softmax, FlashAttention-style) against the matrix form and PyTorch's SDPA."""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attn_ref.attention import causal_mask, scaled_dot_product_attention
+from attn_ref.efficient import blocked_attention, online_softmax_trace
+from attn_ref.softmax import softmax
+from conftest import tol
+
+
+def _qkv(rng, batch, n_q, n_k, d_k, d_v, dtype):
+    return (rng.normal(size=(*batch, n_q, d_k)).astype(dtype), rng.normal(size=(*batch, n_k, d_k)).astype(dtype),
+            rng.normal(size=(*batch, n_k, d_v)).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("block", [1, 3, 8, 64])
+def test_equals_matrix_form(rng, dtype, block):
+    q, k, v = _qkv(rng, (2, 3), 13, 17, 8, 5, dtype)
+    out = blocked_attention(q, k, v, block=block)
+    expected, _ = scaled_dot_product_attention(q, k, v)
+    assert out.dtype == dtype and out.shape == (2, 3, 13, 5)
+    np.testing.assert_allclose(out, expected, atol=tol(dtype), rtol=tol(dtype))
+
+
+@given(n_q=st.integers(1, 40), n_k=st.integers(1, 40), d_k=st.integers(1, 9), d_v=st.integers(1, 9),
+       block=st.integers(1, 50), block_q=st.integers(1, 50), masked=st.sampled_from(["none", "bool", "additive"]),
+       seed=st.integers(0, 2**16))
+@settings(max_examples=60, deadline=None)
+def test_hypothesis_shapes_blocks_masks(n_q, n_k, d_k, d_v, block, block_q, masked, seed):
+    rng = np.random.default_rng(seed)
+    q, k, v = _qkv(rng, (2,), n_q, n_k, d_k, d_v, np.float32)
+    mask = None
+    if masked != "none":
+        allowed = rng.random((n_q, n_k)) > 0.5
+        allowed[rng.integers(n_q)] = False  # one query may attend to nothing
+        mask = allowed if masked == "bool" else np.where(allowed, 0.0, -np.inf).astype(np.float32)
+    out = blocked_attention(q, k, v, mask=mask, block=block, block_q=block_q)
+    expected, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    np.testing.assert_allclose(out, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_fully_masked_rows_give_zeros(rng):
+    q, k, v = _qkv(rng, (), 9, 11, 4, 3, np.float32)
+    mask = rng.random((9, 11)) > 0.3
+    mask[[0, 4]] = False
+    out = blocked_attention(q, k, v, mask=mask, block=4)
+    assert np.all(out[[0, 4]] == 0) and np.isfinite(out).all()
+    np.testing.assert_allclose(out, scaled_dot_product_attention(q, k, v, mask=mask)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_float_additive_mask_and_scale(rng):
+    q, k, v = _qkv(rng, (3,), 10, 10, 6, 6, np.float32)
+    bias = rng.normal(size=(10, 10)).astype(np.float32)  # a relative-position-like bias
+    out = blocked_attention(q, k, v, mask=bias, scale=1.0, block=4)
+    np.testing.assert_allclose(out, scaled_dot_product_attention(q, k, v, mask=bias, scale=1.0)[0],
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_stable_for_scores_of_1e4():
+    # scores exactly representable in float32: 1e4 * integers; the result is a weighted mix of two keys
+    q = np.array([[1e4, 0.0], [1e4, 1e4]], dtype=np.float32)
+    k = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]], dtype=np.float32)
+    v = np.arange(8, dtype=np.float32).reshape(4, 2)
+    for block in (1, 2, 3):
+        out = blocked_attention(q, k, v, scale=1.0, block=block)
+        expected, _ = scaled_dot_product_attention(q, k, v, scale=1.0)
+        assert np.isfinite(out).all()
+        np.testing.assert_allclose(out, expected, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(out[1], (v[1] + v[3]) / 2, atol=1e-5)  # two keys tie at 2e4
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_equals_torch_sdpa_4d(rng, causal):
+    q, k, v = _qkv(rng, (2, 4), 50, 50, 16, 8, np.float32)
+    expected = F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), is_causal=causal).numpy()
+    out = blocked_attention(q, k, v, causal=causal, block=16, block_q=8)
+    np.testing.assert_allclose(out, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_causal_flag_equals_causal_mask_non_square(rng):
+    q, k, v = _qkv(rng, (), 7, 12, 4, 4, np.float64)
+    # PyTorch's is_causal: query i sees keys 0..i (top-left aligned), also when n_q != n_k
+    mask = np.tril(np.ones((7, 12), dtype=bool))
+    np.testing.assert_allclose(blocked_attention(q, k, v, causal=True, block=5, block_q=3),
+                               scaled_dot_product_attention(q, k, v, mask=mask)[0], atol=1e-10)
+    q2 = q[:, :4].copy()
+    np.testing.assert_allclose(blocked_attention(q2[:5], k[:5], v[:5], causal=True, block=2),
+                               scaled_dot_product_attention(q2[:5], k[:5], v[:5], mask=causal_mask(5))[0], atol=1e-10)
+
+
+def test_broadcast_batch_and_mask(rng):
+    q = rng.normal(size=(2, 1, 6, 4)).astype(np.float32)
+    k = rng.normal(size=(1, 3, 8, 4)).astype(np.float32)
+    v = rng.normal(size=(8, 5)).astype(np.float32)
+    mask = rng.random((3, 6, 8)) > 0.3
+    out = blocked_attention(q, k, v, mask=mask, block=3)
+    assert out.shape == (2, 3, 6, 5)
+    np.testing.assert_allclose(out, scaled_dot_product_attention(q, k, v, mask=mask)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_bad_shapes_raise_valueerror_naming_shapes(rng):
+    q, k, v = _qkv(rng, (), 4, 5, 3, 2, np.float32)
+    with pytest.raises(ValueError, match=r"\(5, 2\)"):
+        blocked_attention(q, k[:, :2], v)
+    with pytest.raises(ValueError, match="n_k"):
+        blocked_attention(q, k, v[:4])
+    with pytest.raises(ValueError, match=r"\(3, 3\)"):
+        blocked_attention(q, k, v, mask=np.ones((3, 3), bool))
+    with pytest.raises(ValueError, match="block"):
+        blocked_attention(q, k, v, block=0)
+
+
+def test_online_softmax_trace_running_max_and_sum():
+    x = np.array([1.0, 3.0, 2.0, 5.0, 4.0])
+    tr = online_softmax_trace(x, block=2)
+    np.testing.assert_allclose(tr.m, [3.0, 5.0, 5.0])  # blocks [1, 3], [2, 5], [4]
+    # after each block, l = sum of exp(x_j - m) over the entries seen so far
+    np.testing.assert_allclose(tr.l, [np.exp(1 - 3) + 1, np.exp(-4) + np.exp(-2) + np.exp(-3) + 1,
+                                      np.exp(-4) + np.exp(-2) + np.exp(-3) + 1 + np.exp(-1)], atol=1e-12)
+    np.testing.assert_allclose(tr.softmax, softmax(x), atol=1e-12)
+    big = np.array([1e4, -1e4, 1e4 - 1, 3.0], dtype=np.float32)
+    np.testing.assert_allclose(online_softmax_trace(big, 1).softmax, softmax(big), atol=1e-6)
+    assert np.all(online_softmax_trace(np.full(3, -np.inf), 2).softmax == 0)
+
+
+def test_peak_memory_grows_as_n_times_block():
+    """tracemalloc sees numpy's allocations: n = 8192 must stay far from the n x n matrix (256 MiB)."""
+    n, d, block, block_q = 8192, 16, 512, 256
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(n, d)).astype(np.float32) for _ in range(3))
+    tracemalloc.start()
+    try:
+        out = blocked_attention(q, k, v, block=block, block_q=block_q)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert np.isfinite(out).all()
+    itemsize = 4
+    # copies of q and v (with a ones column), the output, one score tile, small per-row vectors
+    bound = itemsize * (n * (d + (d + 1) + d) + 2 * block_q * block + 4 * block_q * (d + 2))
+    assert peak <= 1.5 * bound, f"peak {peak / 2**20:.1f} MiB, expected about {bound / 2**20:.1f} MiB"
+    assert peak < itemsize * n * n / 20  # the naive scores alone would take n^2 floats
+    # the same data at a small n checks the values
+    s = slice(0, 300)
+    np.testing.assert_allclose(blocked_attention(q[s], k[s], v[s], block=64),
+                               scaled_dot_product_attention(q[s], k[s], v[s])[0], atol=1e-5, rtol=1e-5)
+    assert math.isclose(itemsize * n * n / 2**20, 256)
