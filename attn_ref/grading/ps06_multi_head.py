@@ -1,0 +1,252 @@
+"""Catalogue of ps06_multi_head: split the heads, merge them, and the whole multi-head layer.
+
+Practises the chapter "Multi-head self-attention" (多头注意力): head h uses the rows
+h*d_h:(h+1)*d_h of W_q, W_k, W_v (its q^{i,h}, k^{i,h}, v^{i,h} are those columns of Q, K, V),
+computes softmax(q k^T / sqrt(d_h)) v, and the heads' outputs b^{i,h} are concatenated in head
+order and multiplied by W_o.  Row layout: X (n, d_model), row i is a^i; weights have
+nn.Linear's shape (d_out, d_in) and no biases.
+References: :func:`attn_ref.multihead.split_heads`, :func:`~attn_ref.multihead.merge_heads`,
+:func:`~attn_ref.multihead.multi_head_attention`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..multihead import merge_heads, multi_head_attention, split_heads
+from .core import Mistake, Task
+
+ASSIGNMENT = "ps06_multi_head"
+#: The notebook's setup cell.
+SETUP = "import numpy as np"
+
+
+# --- task 1: split_heads --------------------------------------------------------------------------
+
+def _ref_split(X, h):
+    return split_heads(np.asarray(X, dtype=float), h)
+
+
+def _cases_split(rng):
+    return [
+        (rng.standard_normal((4, 6)), 2),   # first: a general case where every mistake differs
+        (rng.standard_normal((5, 12)), 3),
+        (rng.standard_normal((1, 8)), 4),   # n = 1
+        (rng.standard_normal((3, 4)), 4),   # d_h = 1
+        (rng.standard_normal((6, 5)), 1),   # one head: the whole X
+    ]
+
+
+SPLIT_SOLUTION = '''def split_heads(X, h):
+    """Cut the columns of X into h heads. X: (n, d) -> (h, n, d // h)."""
+    ### BEGIN SOLUTION
+    n, d = X.shape
+    d_h = d // h
+    return X.reshape(n, h, d_h).transpose(1, 0, 2)  # (n, h, d_h) -> (h, n, d_h)
+    ### END SOLUTION
+'''
+
+SPLIT_MISTAKES = (
+    Mistake("reshape_without_transpose", "X was reshaped straight to (h, n, d_h): that cuts the *rows* "
+            "(tokens) into groups, so a head mixes the features of several tokens; reshape to (n, h, d_h) "
+            "first, then move the head axis to the front",
+            '''def split_heads(X, h):
+    n, d = X.shape
+    return X.reshape(h, n, d // h)
+'''),
+    Mistake("interleaved_features", "head h got every h-th feature (columns h, h + H, h + 2H, ...); head h "
+            "takes the consecutive columns h*d_h .. (h+1)*d_h - 1",
+            '''def split_heads(X, h):
+    n, d = X.shape
+    return X.reshape(n, d // h, h).transpose(2, 0, 1)
+'''),
+    Mistake("heads_last", "the heads were returned with shape (n, h, d_h); the head axis comes first: (h, n, d_h)",
+            '''def split_heads(X, h):
+    n, d = X.shape
+    return X.reshape(n, h, d // h)
+'''),
+    Mistake("rows_and_columns_swapped", "each head was returned transposed, (h, d_h, n); head h is an (n, d_h) "
+            "matrix whose row i is q^{i,h}",
+            '''def split_heads(X, h):
+    n, d = X.shape
+    return X.reshape(n, h, d // h).transpose(1, 2, 0)
+'''),
+)
+
+
+# --- task 2: merge_heads --------------------------------------------------------------------------
+
+def _ref_merge(H):
+    return merge_heads(np.asarray(H, dtype=float))
+
+
+def _cases_merge(rng):
+    return [
+        (rng.standard_normal((2, 4, 3)),),   # h = 2, n = 4, d_h = 3
+        (rng.standard_normal((3, 5, 2)),),
+        (rng.standard_normal((4, 1, 2)),),   # n = 1
+        (rng.standard_normal((1, 3, 4)),),   # one head
+        (rng.standard_normal((6, 2, 1)),),   # d_h = 1
+    ]
+
+
+MERGE_SOLUTION = '''def merge_heads(H):
+    """Glue the heads side by side. H: (h, n, d_h) -> (n, h * d_h), head 0's columns first."""
+    ### BEGIN SOLUTION
+    h, n, d_h = H.shape
+    return H.transpose(1, 0, 2).reshape(n, h * d_h)  # (n, h, d_h) -> (n, h * d_h)
+    ### END SOLUTION
+'''
+
+MERGE_MISTAKES = (
+    Mistake("reshape_without_transpose", "H was reshaped straight to (n, h*d_h): row i then holds pieces of "
+            "several tokens; move the head axis behind the token axis (n, h, d_h) first, then reshape",
+            '''def merge_heads(H):
+    h, n, d_h = H.shape
+    return H.reshape(n, h * d_h)
+'''),
+    Mistake("heads_reversed", "the heads were concatenated in reverse order; head 0's columns come first",
+            '''def merge_heads(H):
+    h, n, d_h = H.shape
+    return H[::-1].transpose(1, 0, 2).reshape(n, h * d_h)
+'''),
+    Mistake("interleaved_features", "the heads' features were interleaved (column j*h + head); the "
+            "concatenation puts head 0's d_h columns, then head 1's, ...",
+            '''def merge_heads(H):
+    h, n, d_h = H.shape
+    return H.transpose(1, 2, 0).reshape(n, h * d_h)
+'''),
+    Mistake("heads_averaged", "the heads were averaged; multi-head attention concatenates them into "
+            "(n, h * d_h)",
+            '''def merge_heads(H):
+    return H.mean(axis=0)
+'''),
+)
+
+
+# --- task 3: the whole layer --------------------------------------------------------------------
+
+def _ref_mha(X, W_q, W_k, W_v, W_o, h):
+    params = {"W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o}
+    return multi_head_attention(np.asarray(X, dtype=float), params, h)
+
+
+def _mha_args(rng, n, d, h, x_scale=1.0, w_scale=None):
+    w_scale = 1 / np.sqrt(d) if w_scale is None else w_scale
+    W = [rng.standard_normal((d, d)) * w_scale for _ in range(4)]
+    return (rng.standard_normal((n, d)) * x_scale, *W, h)
+
+
+def _cases_mha(rng):
+    return [
+        _mha_args(rng, 5, 8, 2, w_scale=0.8),     # first: general, scores far from uniform
+        _mha_args(rng, 4, 6, 3, w_scale=0.8),
+        _mha_args(rng, 1, 4, 2),                  # n = 1: every weight is 1
+        _mha_args(rng, 3, 4, 4),                  # d_h = 1
+        _mha_args(rng, 6, 6, 1),                  # one head: plain self-attention + W_o
+        _mha_args(rng, 4, 8, 2, x_scale=30.0, w_scale=3.0),   # huge scores: softmax must subtract the max
+    ]
+
+
+MHA_SOLUTION = '''def multi_head_attention(X, W_q, W_k, W_v, W_o, h):
+    """Multi-head self-attention. X: (n, d); W_*: (d, d) -> (out (n, d), weights (h, n, n))."""
+    ### BEGIN SOLUTION
+    n, d = X.shape
+    d_h = d // h
+    Q = split_heads(X @ W_q.T, h)  # (h, n, d_h)
+    K = split_heads(X @ W_k.T, h)  # (h, n, d_h)
+    V = split_heads(X @ W_v.T, h)  # (h, n, d_h)
+    scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_h)  # (h, n, n)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights = weights / weights.sum(axis=-1, keepdims=True)  # softmax over the keys
+    heads = weights @ V  # (h, n, d_h): row i of head h is b^{i,h}
+    return merge_heads(heads) @ W_o.T, weights  # (n, d), (h, n, n)
+    ### END SOLUTION
+'''
+
+#: Helpers every wrong answer of task 3 uses (the student's notebook has its own split/merge).
+_HELPERS = '''def _split(X, h):
+    n, d = X.shape
+    return X.reshape(n, h, d // h).transpose(1, 0, 2)
+
+
+def _merge(H):
+    h, n, d_h = H.shape
+    return H.transpose(1, 0, 2).reshape(n, h * d_h)
+
+
+def _softmax(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+'''
+
+
+def _mha_mistake(body: str) -> str:
+    return _HELPERS + "def multi_head_attention(X, W_q, W_k, W_v, W_o, h):\n" + body
+
+
+MHA_MISTAKES = (
+    Mistake("scale_by_d_model", "the scores were divided by sqrt(d_model); each head's dot products are "
+            "between vectors of length d_h = d_model / h, so divide by sqrt(d_h)",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d))
+    return _merge(w @ V) @ W_o.T, w
+''')),
+    Mistake("w_o_forgotten", "the concatenated heads were returned without the output projection W_o: "
+            "b^i = W_o [b^{i,1}; ...; b^{i,h}]",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
+    return _merge(w @ V), w
+''')),
+    Mistake("merge_without_transpose", "the heads were merged with a reshape but no transpose, so rows of "
+            "different tokens got mixed; transpose (h, n, d_h) to (n, h, d_h) before reshaping",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
+    return (w @ V).reshape(n, d) @ W_o.T, w
+''')),
+    Mistake("heads_averaged", "the heads' attention weights were averaged into one (n, n) matrix applied "
+            "to all the values; each head applies its own weights to its own v^{j,h}, and the heads are "
+            "concatenated",
+            _mha_mistake('''    n, d = X.shape
+    Q, K = _split(X @ W_q.T, h), _split(X @ W_k.T, h)
+    w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
+    return (w.mean(axis=0) @ (X @ W_v.T)) @ W_o.T, w
+''')),
+    Mistake("softmax_wrong_axis", "softmax was taken over the queries (axis -2); each query's weights over "
+            "the keys (the last axis) must add up to 1",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h), axis=-2)
+    return _merge(w @ V) @ W_o.T, w
+''')),
+    Mistake("one_head_for_all", "all heads used the full W_q, W_k, W_v (one single-head attention); head h "
+            "uses only its rows h*d_h:(h+1)*d_h of each",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T
+    w = _softmax(Q @ K.T / np.sqrt(d // h))
+    return (w @ V) @ W_o.T, np.repeat(w[None], h, axis=0)
+''')),
+)
+
+
+TASKS = [
+    Task(ASSIGNMENT, "split_heads", _ref_split, _cases_split, SPLIT_MISTAKES, setup=SETUP,
+         description="(n, d) -> (h, n, d_h): head h takes columns h*d_h:(h+1)*d_h"),
+    Task(ASSIGNMENT, "merge_heads", _ref_merge, _cases_merge, MERGE_MISTAKES, setup=SETUP,
+         description="(h, n, d_h) -> (n, h*d_h): the heads side by side"),
+    Task(ASSIGNMENT, "multi_head_attention", _ref_mha, _cases_mha, MHA_MISTAKES, setup=SETUP,
+         description="the whole layer: per-head attention scaled by 1/sqrt(d_h), concatenation, W_o"),
+]
+
+#: The solution of each task's answer cell, as it appears in the source notebook.
+SOLUTIONS = {
+    "split_heads": SPLIT_SOLUTION,
+    "merge_heads": MERGE_SOLUTION,
+    "multi_head_attention": MHA_SOLUTION,
+}
