@@ -1,0 +1,279 @@
+"""Catalogue of ps12_efficient: the online softmax and attention computed block by block.
+
+Practises the chapter "Efficient attention": the softmax of a row in one streaming pass with a
+running maximum m and a running sum l (Milakov & Gimelshein 2018), one update step of the online
+algorithm for one query, and blocked attention over blocks of keys (Dao et al. 2022, FlashAttention)
+that never forms the (n_q, n_k) matrix.
+References: :func:`attn_ref.softmax.softmax`, :func:`attn_ref.efficient.blocked_attention`,
+:func:`attn_ref.attention.scaled_dot_product_attention` (equal).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..efficient import blocked_attention
+from ..softmax import softmax
+from .core import Mistake, Task
+
+ASSIGNMENT = "ps12_efficient"
+#: The notebook's setup cell.
+SETUP = "import numpy as np\n"
+
+
+# --- task 1: the online softmax of one row -----------------------------------------------------
+
+def _ref_online_softmax(x, block):
+    x = np.asarray(x, dtype=float)
+    m = float(np.max(x))
+    l = float(np.sum(np.exp(x - m)))  # noqa: E741
+    return m, l, softmax(x)
+
+
+def _cases_online_softmax(rng):
+    return [
+        (rng.standard_normal(7), 3),  # last block partial
+        (np.array([1.0, 3.0, 2.0, 5.0, 4.0]), 2),  # the notebook's example
+        (rng.standard_normal(10) * 4, 4),
+        (np.array([2.5]), 1),  # n = 1
+        (rng.standard_normal(6), 10),  # one block larger than the row
+        (np.array([1e4, -3.0, 1e4 - 2.0, 5e3, 1e4 - 1.0]), 2),  # large scores
+        (np.sort(rng.standard_normal(9)), 2),  # increasing: the maximum moves at every block
+        (np.sort(rng.standard_normal(9))[::-1].copy(), 4),  # decreasing: the maximum is in the first block
+    ]
+
+
+ONLINE_SOFTMAX_SOLUTION = '''def online_softmax(x, block):
+    """Softmax of one row read block entries at a time. x: (n,) -> (m: float, l: float, p: (n,))."""
+    ### BEGIN SOLUTION
+    m, l = -np.inf, 0.0
+    for j0 in range(0, len(x), block):
+        xb = x[j0:j0 + block]  # the last block may be shorter
+        m_new = max(m, np.max(xb))
+        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))  # rescale the old sum to the new max
+        m = m_new
+    p = np.exp(x - m) / l
+    return m, l, p
+    ### END SOLUTION
+'''
+
+ONLINE_SOFTMAX_MISTAKES = (
+    Mistake("sum_not_rescaled", "the running sum was not rescaled when the maximum grew: "
+            "l must become l * exp(m_old - m_new) + sum_j exp(x_j - m_new)",
+            '''def online_softmax(x, block):
+    m, l = -np.inf, 0.0
+    for j0 in range(0, len(x), block):
+        xb = x[j0:j0 + block]
+        m_new = max(m, np.max(xb))
+        l = l + np.sum(np.exp(xb - m_new))
+        m = m_new
+    return m, l, np.exp(x - m) / l
+'''),
+    Mistake("max_of_block_only", "the running maximum was replaced by the maximum of the current block; "
+            "it must be m_new = max(m_old, max of the block)",
+            '''def online_softmax(x, block):
+    m, l = -np.inf, 0.0
+    for j0 in range(0, len(x), block):
+        xb = x[j0:j0 + block]
+        m_new = np.max(xb)
+        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))
+        m = m_new
+    return m, l, np.exp(x - m) / l
+'''),
+    Mistake("last_block_dropped", "the last, shorter block was never read (the loop stopped at the last "
+            "full block): every entry of x must be read",
+            '''def online_softmax(x, block):
+    m, l = -np.inf, 0.0
+    for j0 in range(0, len(x) - block + 1, block):
+        xb = x[j0:j0 + block]
+        m_new = max(m, np.max(xb))
+        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))
+        m = m_new
+    return m, l, np.exp(x - m) / l
+'''),
+    Mistake("key_skipped_at_boundary", "one entry was skipped at every block boundary (blocks of "
+            "x[j0:j0 + block - 1]): the blocks must cover every entry exactly once",
+            '''def online_softmax(x, block):
+    m, l = -np.inf, 0.0
+    for j0 in range(0, len(x), block):
+        xb = x[j0:j0 + max(block - 1, 1)]
+        m_new = max(m, np.max(xb))
+        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))
+        m = m_new
+    return m, l, np.exp(x - m) / l
+'''),
+    Mistake("max_not_subtracted", "exp was taken of the raw scores (no running maximum): exp(1e4) overflows; "
+            "subtract the running maximum m",
+            '''def online_softmax(x, block):
+    l = 0.0
+    for j0 in range(0, len(x), block):
+        l = l + np.sum(np.exp(x[j0:j0 + block]))
+    return 0.0, l, np.exp(x) / l
+'''),
+)
+
+
+# --- task 2: one step of the online algorithm for one query ------------------------------------
+
+def _ref_online_step(m, l, acc, s, V):  # noqa: E741
+    s, V, acc = np.asarray(s, dtype=float), np.asarray(V, dtype=float), np.asarray(acc, dtype=float)
+    m_new = max(float(m), float(np.max(s)))
+    c = np.exp(m - m_new)
+    p = np.exp(s - m_new)
+    return m_new, float(l * c + p.sum()), acc * c + p @ V
+
+
+def _cases_online_step(rng):
+    cases = [(-np.inf, 0.0, np.zeros(3), rng.standard_normal(4), rng.standard_normal((4, 3)))]  # first block
+    for c, d_v, m_shift in [(5, 2, 2.0), (3, 4, -1.5), (1, 1, 0.5), (6, 3, 3.0), (4, 5, -4.0)]:
+        s = rng.standard_normal(c)
+        m = float(s.max() + m_shift)  # m_shift > 0: the old maximum stays; < 0: the block brings a new one
+        cases.append((m, float(rng.uniform(1, 4)), rng.standard_normal(d_v), s, rng.standard_normal((c, d_v))))
+    s = np.array([1e4, 1e4 - 1.0, 0.0])
+    cases.append((1e4 - 0.5, 1.3, np.array([0.2, -0.4]), s, rng.standard_normal((3, 2))))  # large scores
+    return cases
+
+
+ONLINE_STEP_SOLUTION = '''def online_step(m, l, acc, s, V):
+    """One block for one query. m, l: floats; acc: (d_v,); s: (c,); V: (c, d_v) -> (m, l, acc)."""
+    ### BEGIN SOLUTION
+    m_new = max(m, np.max(s))
+    correction = np.exp(m - m_new)  # exp(m_old - m_new) <= 1; 0 for the first block (m = -inf)
+    p = np.exp(s - m_new)  # (c,)
+    l_new = l * correction + np.sum(p)
+    acc_new = acc * correction + p @ V  # (c,) x (c, d_v) -> (d_v,)
+    return m_new, l_new, acc_new
+    ### END SOLUTION
+'''
+
+ONLINE_STEP_MISTAKES = (
+    Mistake("acc_not_rescaled", "the running output acc was not rescaled by exp(m_old - m_new) when the "
+            "maximum grew (only l was): both must be rescaled by the same factor",
+            '''def online_step(m, l, acc, s, V):
+    m_new = max(m, np.max(s))
+    p = np.exp(s - m_new)
+    return m_new, l * np.exp(m - m_new) + np.sum(p), acc + p @ V
+'''),
+    Mistake("sum_not_rescaled", "the running sum l was not rescaled by exp(m_old - m_new) when the "
+            "maximum grew: l_new = l * exp(m_old - m_new) + sum_j exp(s_j - m_new)",
+            '''def online_step(m, l, acc, s, V):
+    m_new = max(m, np.max(s))
+    c = np.exp(m - m_new)
+    p = np.exp(s - m_new)
+    return m_new, l + np.sum(p), acc * c + p @ V
+'''),
+    Mistake("max_of_block_only", "the new maximum was the block's maximum alone; it must be "
+            "max(m_old, max_j s_j)",
+            '''def online_step(m, l, acc, s, V):
+    m_new = np.max(s)
+    c = np.exp(m - m_new)
+    p = np.exp(s - m_new)
+    return m_new, l * c + np.sum(p), acc * c + p @ V
+'''),
+    Mistake("block_normalised", "the block's weights were normalised by their own sum before being added; "
+            "acc stays unnormalised and is divided by l only at the very end",
+            '''def online_step(m, l, acc, s, V):
+    m_new = max(m, np.max(s))
+    c = np.exp(m - m_new)
+    p = np.exp(s - m_new)
+    return m_new, l * c + np.sum(p), acc * c + (p / np.sum(p)) @ V
+'''),
+)
+
+
+# --- task 3: blocked attention -----------------------------------------------------------------
+
+def _ref_blocked(Q, K, V, block):
+    return blocked_attention(Q, K, V, block=block)  # equals scaled_dot_product_attention(Q, K, V)[0]
+
+
+def _cases_blocked(rng):
+    cases = []
+    for n_q, n_k, d_k, d_v, block in [(5, 7, 4, 3, 3), (1, 1, 2, 2, 4), (6, 10, 8, 5, 4), (4, 9, 3, 2, 2),
+                                      (3, 8, 2, 6, 8), (7, 11, 5, 1, 5)]:
+        cases.append((rng.standard_normal((n_q, d_k)), rng.standard_normal((n_k, d_k)),
+                      rng.standard_normal((n_k, d_v)), block))
+    Q = rng.standard_normal((3, 4)) * 60  # large scores: exp overflows without the running maximum
+    cases.append((Q, rng.standard_normal((9, 4)) * 60, rng.standard_normal((9, 3)), 4))
+    return cases
+
+
+BLOCKED_SOLUTION = '''def blocked_attention(Q, K, V, block):
+    """softmax(Q K^T / sqrt(d_k)) V, keys in blocks. Q: (n_q, d_k), K: (n_k, d_k), V: (n_k, d_v) -> (n_q, d_v)."""
+    ### BEGIN SOLUTION
+    n_q, d_k = Q.shape
+    Q = Q / np.sqrt(d_k)  # scale once
+    m = np.full((n_q, 1), -np.inf)  # running maximum per query
+    l = np.zeros((n_q, 1))  # running sum per query
+    acc = np.zeros((n_q, V.shape[1]))  # unnormalised output per query
+    for j0 in range(0, K.shape[0], block):
+        S = Q @ K[j0:j0 + block].T  # (n_q, c): only one block of scores at a time
+        m_new = np.maximum(m, S.max(axis=1, keepdims=True))
+        c = np.exp(m - m_new)  # (n_q, 1)
+        P = np.exp(S - m_new)  # (n_q, c)
+        l = l * c + P.sum(axis=1, keepdims=True)
+        acc = acc * c + P @ V[j0:j0 + block]  # (n_q, c) x (c, d_v) -> (n_q, d_v)
+        m = m_new
+    return acc / l
+    ### END SOLUTION
+'''
+
+_BLOCKED_TEMPLATE = '''def blocked_attention(Q, K, V, block):
+    n_q, d_k = Q.shape
+    Q = Q / np.sqrt(d_k)
+    m = np.full((n_q, 1), -np.inf)
+    l = np.zeros((n_q, 1))
+    acc = np.zeros((n_q, V.shape[1]))
+    for j0 in range(0, K.shape[0], block):
+        S = Q @ K[j0:j0 + block].T
+        m_new = np.maximum(m, S.max(axis=1, keepdims=True))
+        c = np.exp(m - m_new)
+        P = np.exp(S - m_new)
+        l = l * c + P.sum(axis=1, keepdims=True)
+        acc = acc * c + P @ V[j0:j0 + block]
+        m = m_new
+    return acc / l
+'''
+
+
+def _blocked_with(old: str, new: str) -> str:
+    assert old in _BLOCKED_TEMPLATE, old
+    return _BLOCKED_TEMPLATE.replace(old, new)
+
+
+BLOCKED_MISTAKES = (
+    Mistake("acc_not_rescaled", "the running output was not rescaled by exp(m_old - m_new) when a block "
+            "raised the maximum (only the sum was)",
+            _blocked_with("acc = acc * c + P", "acc = acc + P")),
+    Mistake("sum_not_rescaled", "the running sum was not rescaled by exp(m_old - m_new) when a block raised "
+            "the maximum (only the output was)",
+            _blocked_with("l = l * c + P", "l = l + P")),
+    Mistake("last_block_dropped", "the last, shorter block of keys was dropped (the loop stopped at the last "
+            "full block): every key must be read",
+            _blocked_with("range(0, K.shape[0], block)", "range(0, K.shape[0] - block + 1, block)")),
+    Mistake("key_skipped_at_boundary", "one key was skipped at each block boundary (blocks "
+            "K[j0:j0 + block - 1]): the blocks must cover every key exactly once",
+            _blocked_with("S = Q @ K[j0:j0 + block].T", "S = Q @ K[j0:j0 + block - 1].T").replace(
+                "P @ V[j0:j0 + block]", "P @ V[j0:j0 + block - 1]")),
+    Mistake("scale_missing", "the scores were not divided by sqrt(d_k): softmax(Q K^T / sqrt(d_k)) V",
+            _blocked_with("    Q = Q / np.sqrt(d_k)\n", "")),
+    Mistake("not_normalised", "the output was not divided by the running sum l at the end",
+            _blocked_with("return acc / l", "return acc")),
+)
+
+
+TASKS = [
+    Task(ASSIGNMENT, "online_softmax", _ref_online_softmax, _cases_online_softmax, ONLINE_SOFTMAX_MISTAKES,
+         setup=SETUP, description="softmax of one row in one streaming pass: running max m and sum l"),
+    Task(ASSIGNMENT, "online_step", _ref_online_step, _cases_online_step, ONLINE_STEP_MISTAKES,
+         setup=SETUP, description="one block of the online algorithm for one query"),
+    Task(ASSIGNMENT, "blocked_attention", _ref_blocked, _cases_blocked, BLOCKED_MISTAKES,
+         setup=SETUP, description="attention over blocks of keys, never forming the n_q x n_k matrix"),
+]
+
+#: The solution of each task's answer cell, as it appears in the source notebook.
+SOLUTIONS = {
+    "online_softmax": ONLINE_SOFTMAX_SOLUTION,
+    "online_step": ONLINE_STEP_SOLUTION,
+    "blocked_attention": BLOCKED_SOLUTION,
+}
