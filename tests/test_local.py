@@ -88,3 +88,11 @@ def test_memory_grows_linearly_in_n_not_quadratically():
     assert p8 < 2.3 * p4 and p16 < 2.3 * p8  # doubling n about doubles the memory (n^2 would quadruple it)
     assert p16 < 0.05 * 16384**2 * itemsize  # far below one dense (n, n) float64 score matrix
     assert p16 < 60 * 16384 * (2 * w + 1) * itemsize  # O(n * w) with a small constant
+
+
+def test_measure_reports_the_peak_of_a_known_allocation():
+    from attn_ref.local import measure
+
+    seconds, peak = measure(lambda n: np.ones(n), 1_000_000)
+    assert 8_000_000 <= peak < 9_000_000
+    assert seconds >= 0
