@@ -1,0 +1,264 @@
+"""Catalogue of ps11_graphs: self-attention along the edges of a graph (GAT).
+
+Practises the chapter "Graphs" (GAT): the attention mask of a directed graph from its
+edge_index (row 0 sources j, row 1 targets i; ``mask[i, j]`` True when node i may attend to
+node j), the masked softmax over each node's neighbours, and one single-head GAT layer
+(Veličković et al. 2018): e_ij = LeakyReLU_0.2(a_dst . W x_i + a_src . W x_j), alpha_ij =
+softmax over the allowed j, out_i = sum_j alpha_ij W x_j.
+References: :func:`attn_ref.graph.adjacency_mask`, :func:`attn_ref.softmax.softmax`,
+:func:`attn_ref.graph.gat_layer` (itself checked against ``torch_geometric.nn.GATConv``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import apply_mask
+from ..graph import adjacency_mask as _adjacency_mask
+from ..graph import gat_layer
+from ..softmax import softmax
+from .core import Mistake, Task
+
+ASSIGNMENT = "ps11_graphs"
+EXAMPLE = '''# A small directed graph: edges 0 -> 1, 1 -> 2, 2 -> 0, 2 -> 3 (row 0: sources, row 1: targets).
+edge_index = np.array([[0, 1, 2, 2],
+                       [1, 2, 0, 3]])
+n = 4
+'''
+#: The notebook's setup cell: the imports and the small example graph.
+SETUP = "import numpy as np\n\n" + EXAMPLE
+
+
+def _random_edges(rng, n, m, self_loop=False):
+    pairs = [(s, t) for s in range(n) for t in range(n) if s != t or self_loop]
+    pick = rng.choice(len(pairs), size=min(m, len(pairs)), replace=False)
+    return np.array([pairs[k] for k in sorted(pick)], dtype=np.int64).T.reshape(2, -1)  # (2, E)
+
+
+# --- task 1: the mask from edge_index -------------------------------------------------------------
+
+def _ref_mask(edge_index, n, self_loops=True):
+    return _adjacency_mask(np.asarray(edge_index), n, self_loops=self_loops)
+
+
+def _cases_mask(rng):
+    return [
+        (np.array([[0, 1, 2, 2], [1, 2, 0, 3]]), 4, True),
+        (_random_edges(rng, 6, 9), 7, True),  # node 6 isolated
+        (_random_edges(rng, 5, 7), 5, False),
+        (np.array([[0, 2, 3], [1, 2, 0]]), 4, False),  # an explicit self-loop 2 -> 2 stays
+        (np.zeros((2, 0), dtype=np.int64), 3, True),  # no edge at all
+        (_random_edges(rng, 8, 12), 8, True),
+    ]
+
+
+MASK_SOLUTION = '''def adjacency_mask(edge_index, n, self_loops=True):
+    """mask[i, j] True when node i may attend to node j. edge_index: (2, E) (source, target) -> (n, n) bool."""
+    ### BEGIN SOLUTION
+    mask = np.zeros((n, n), dtype=bool)
+    source, target = edge_index
+    mask[target, source] = True  # edge j -> i: the target i attends to the source j
+    if self_loops:
+        mask[np.arange(n), np.arange(n)] = True
+    return mask
+    ### END SOLUTION
+'''
+
+MASK_MISTAKES = (
+    Mistake("direction_reversed", "the edges were entered as mask[source, target]; an edge j -> i sends j's "
+            "message to i, so the receiving node i (the row) attends to j: mask[target, source]",
+            '''def adjacency_mask(edge_index, n, self_loops=True):
+    mask = np.zeros((n, n), dtype=bool)
+    mask[edge_index[0], edge_index[1]] = True
+    if self_loops:
+        mask[np.arange(n), np.arange(n)] = True
+    return mask
+'''),
+    Mistake("self_loop_missing", "the self-loops were not added: with self_loops=True every node also "
+            "attends to itself (mask[i, i] = True)",
+            '''def adjacency_mask(edge_index, n, self_loops=True):
+    mask = np.zeros((n, n), dtype=bool)
+    mask[edge_index[1], edge_index[0]] = True
+    return mask
+'''),
+    Mistake("made_undirected", "each edge was entered in both directions; the graph is directed: an edge "
+            "j -> i lets i attend to j, not j to i",
+            '''def adjacency_mask(edge_index, n, self_loops=True):
+    mask = np.zeros((n, n), dtype=bool)
+    mask[edge_index[1], edge_index[0]] = True
+    mask[edge_index[0], edge_index[1]] = True
+    if self_loops:
+        mask[np.arange(n), np.arange(n)] = True
+    return mask
+'''),
+    Mistake("self_loops_always", "self-loops were added even with self_loops=False",
+            '''def adjacency_mask(edge_index, n, self_loops=True):
+    mask = np.zeros((n, n), dtype=bool)
+    mask[edge_index[1], edge_index[0]] = True
+    mask[np.arange(n), np.arange(n)] = True
+    return mask
+'''),
+)
+
+
+# --- task 2: the masked softmax over the neighbours -----------------------------------------------
+
+def _ref_masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(apply_mask(scores, np.asarray(mask, dtype=bool)), axis=-1)
+
+
+def _random_mask(rng, n, p=0.4):
+    mask = rng.random((n, n)) < p
+    mask[np.arange(n), np.arange(n)] = True
+    return mask
+
+
+def _cases_masked_softmax(rng):
+    no_neighbour = _random_mask(rng, 5)
+    no_neighbour[3] = False  # node 3 may attend to nothing: its row must be all zeros
+    return [
+        (rng.standard_normal((4, 4)), _random_mask(rng, 4)),
+        (rng.standard_normal((6, 6)), _random_mask(rng, 6, 0.3)),
+        (rng.standard_normal((1, 1)), np.ones((1, 1), dtype=bool)),
+        (rng.standard_normal((5, 5)), no_neighbour),
+        (1e4 * rng.standard_normal((5, 5)), _random_mask(rng, 5, 0.6)),  # large scores: subtract the row max
+        (rng.standard_normal((7, 7)), _random_mask(rng, 7, 0.5)),
+    ]
+
+
+SOFTMAX_SOLUTION = '''def masked_softmax(scores, mask):
+    """Softmax of each row over the allowed entries, 0 elsewhere. scores: (n, n), mask: (n, n) bool -> (n, n)."""
+    ### BEGIN SOLUTION
+    s = np.where(mask, scores, -np.inf)
+    row_max = s.max(axis=1, keepdims=True)
+    row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # a row with no neighbour: avoid -inf - -inf
+    e = np.exp(s - row_max)  # exp(-inf) = 0 outside the mask
+    total = e.sum(axis=1, keepdims=True)
+    return e / np.where(total == 0, 1.0, total)
+    ### END SOLUTION
+'''
+
+SOFTMAX_MISTAKES = (
+    Mistake("mask_ignored", "the softmax ran over all nodes; only the allowed neighbours (mask True) may "
+            "get a weight, the others get exactly 0",
+            '''def masked_softmax(scores, mask):
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+'''),
+    Mistake("mask_after_softmax", "the weights outside the mask were set to zero after a softmax over all "
+            "nodes, so the rows no longer sum to 1; mask the scores (with -inf) before the softmax",
+            '''def masked_softmax(scores, mask):
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True) * mask
+'''),
+    Mistake("masked_with_zero", "the blocked scores were set to 0 instead of -inf: a score of 0 still gets "
+            "weight exp(0) in the softmax",
+            '''def masked_softmax(scores, mask):
+    s = np.where(mask, scores, 0.0)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+'''),
+    Mistake("softmax_over_columns", "each column was normalised instead of each row: node i's weights over "
+            "its neighbours j (row i) must sum to 1",
+            '''def masked_softmax(scores, mask):
+    s = np.where(mask, scores, -np.inf)
+    m = s.max(axis=0, keepdims=True)
+    e = np.exp(s - np.where(np.isneginf(m), 0.0, m))
+    t = e.sum(axis=0, keepdims=True)
+    return e / np.where(t == 0, 1.0, t)
+'''),
+)
+
+
+# --- task 3: one single-head GAT layer -------------------------------------------------------------
+
+def _ref_gat(X, A, W, a_src, a_dst):
+    params = {"W": W, "att_src": np.asarray(a_src)[None], "att_dst": np.asarray(a_dst)[None], "bias": None}
+    out, alpha = gat_layer(X, np.asarray(A, dtype=bool), params, heads=1, add_self_loops=False)
+    return out, alpha[0]
+
+
+def _cases_gat(rng):
+    cases = []
+    for n, d_in, d_out in [(4, 3, 2), (6, 5, 4), (1, 2, 3), (7, 4, 4), (5, 3, 6)]:
+        mask = _random_mask(rng, n, 0.35)
+        if n == 7:
+            mask[5] = False  # node 5 has no neighbour and no self-loop: zero weights, zero output
+        cases.append((rng.standard_normal((n, d_in)), mask, rng.standard_normal((d_out, d_in)),
+                      rng.standard_normal(d_out), rng.standard_normal(d_out)))
+    return cases
+
+
+GAT_SOLUTION = '''def graph_attention(X, A, W, a_src, a_dst):
+    """One single-head GAT layer. X: (n, d_in), A: (n, n) bool, W: (d_out, d_in), a_src, a_dst: (d_out,)
+    -> (out (n, d_out), alpha (n, n))."""
+    ### BEGIN SOLUTION
+    H = X @ W.T  # (n, d_out): W x_i for every node
+    e = (H @ a_dst)[:, None] + (H @ a_src)[None, :]  # (n, n): e[i, j] = a_dst . W x_i + a_src . W x_j
+    e = np.where(e > 0, e, 0.2 * e)  # LeakyReLU, slope 0.2
+    e = np.where(A, e, -np.inf)  # only the neighbours j of i take part in the softmax
+    row_max = e.max(axis=1, keepdims=True)
+    p = np.exp(e - np.where(np.isneginf(row_max), 0.0, row_max))
+    total = p.sum(axis=1, keepdims=True)
+    alpha = p / np.where(total == 0, 1.0, total)  # (n, n); a node with no neighbour gets zeros
+    return alpha @ H, alpha  # (n, d_out), (n, n)
+    ### END SOLUTION
+'''
+
+
+def _gat_mistake(score: str, act: str, softmax_body: str) -> str:
+    return f'''def graph_attention(X, A, W, a_src, a_dst):
+    H = X @ W.T
+    e = {score}
+    e = {act}
+{softmax_body}    return alpha @ H, alpha
+'''
+
+
+_MASKED = '''    s = np.where(A, e, -np.inf)
+    m = s.max(axis=1, keepdims=True)
+    p = np.exp(s - np.where(np.isneginf(m), 0.0, m))
+    t = p.sum(axis=1, keepdims=True)
+    alpha = p / np.where(t == 0, 1.0, t)
+'''
+_SCORE = "(H @ a_dst)[:, None] + (H @ a_src)[None, :]"
+_LEAKY = "np.where(e > 0, e, 0.2 * e)"
+
+GAT_MISTAKES = (
+    Mistake("mask_ignored", "the softmax ran over all nodes; in GAT node i attends only to its neighbours "
+            "(A[i, j] True)",
+            _gat_mistake(_SCORE, _LEAKY, '''    p = np.exp(e - e.max(axis=1, keepdims=True))
+    alpha = p / p.sum(axis=1, keepdims=True)
+''')),
+    Mistake("leaky_slope_0.01", "LeakyReLU was used with slope 0.01 (PyTorch's default); GAT uses a negative "
+            "slope of 0.2",
+            _gat_mistake(_SCORE, "np.where(e > 0, e, 0.01 * e)", _MASKED)),
+    Mistake("plain_relu", "a plain ReLU was used; GAT uses LeakyReLU with negative slope 0.2, which keeps "
+            "negative scores apart",
+            _gat_mistake(_SCORE, "np.maximum(e, 0.0)", _MASKED)),
+    Mistake("activation_missing", "the LeakyReLU was left out: e_ij = LeakyReLU(a_dst . W x_i + a_src . W x_j)",
+            _gat_mistake(_SCORE, "e", _MASKED)),
+    Mistake("src_dst_swapped", "a_src and a_dst were swapped: a_dst scores the receiving node i (the query, "
+            "row), a_src the sending neighbour j (column)",
+            _gat_mistake("(H @ a_src)[:, None] + (H @ a_dst)[None, :]", _LEAKY, _MASKED)),
+    Mistake("mask_transposed", "the mask was used transposed (edge direction reversed): A[i, j] True means "
+            "node i (row) may attend to node j",
+            _gat_mistake(_SCORE, _LEAKY, _MASKED.replace("np.where(A,", "np.where(A.T,"))),
+)
+
+TASKS = [
+    Task(ASSIGNMENT, "adjacency_mask", _ref_mask, _cases_mask, MASK_MISTAKES, setup=SETUP,
+         description="the attention mask of a directed graph"),
+    Task(ASSIGNMENT, "masked_softmax", _ref_masked_softmax, _cases_masked_softmax, SOFTMAX_MISTAKES, setup=SETUP,
+         description="softmax over each node's neighbours"),
+    Task(ASSIGNMENT, "graph_attention", _ref_gat, _cases_gat, GAT_MISTAKES, setup=SETUP,
+         description="one single-head GAT layer"),
+]
+
+#: The solution of each task's answer cell, as it appears in the source notebook.
+SOLUTIONS = {
+    "adjacency_mask": MASK_SOLUTION,
+    "masked_softmax": SOFTMAX_SOLUTION,
+    "graph_attention": GAT_SOLUTION,
+}
