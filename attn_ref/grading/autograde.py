@@ -1,0 +1,800 @@
+"""``make grade``: autograde every submission, contained, re-checked, into grades.csv and feedback HTML.
+
+    python -m attn_ref.grading.autograde [--jobs N] [--assignment PS] [--course DIR]
+    python -m attn_ref.grading.autograde --shard K/N --results part_K.json   # one machine's slice
+    python -m attn_ref.grading.autograde --merge part_*.json                 # the one writer
+
+For every ``submitted/<student>/<assignment>/`` of every assignment under ``solutions/``:
+
+1. **sanitise** (:mod:`.sanitize`): only the expected notebook is kept, rebuilt from the release with
+   the student's answer cells; tampering is flagged; an unreadable or missing notebook gets its row
+   and reason;
+2. **grade** with the real nbgrader in a *scratch* course (a temporary folder outside the repository)
+   that holds only the rebuilt notebooks and a scratch gradebook made from the sources: no
+   ``solutions/``.  The kernel runs through :mod:`.kernel_launcher` (memory and CPU limits, an
+   audit hook refusing instructor files, an unprivileged user where that works) and
+   :class:`.execute.ContainedExecute` (per-cell timeout, notebook budget, killed when it dies or
+   hangs; every process it started is killed afterwards);
+3. **re-check** every answer in an isolated process (:mod:`.recheck`): a task scores only when the
+   notebook's test and the re-check both pass; a disagreement is flagged;
+4. **merge** (this process only, the one writer): ``gradebook.db`` (a resubmission replaces every
+   earlier grade), ``grades.csv`` (one row per student and assignment), ``grading_report.md``,
+   ``feedback/<student>/<assignment>/<notebook>.html``.
+
+With ``--jobs N`` the submissions are split into N shards (round robin over the sorted list), each
+graded by a forked worker in its own scratch course with its own scratch gradebook; the results are
+identical to ``--jobs 1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import json
+import logging
+import multiprocessing as mp
+import os
+import secrets
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import nbformat
+
+from . import recheck as recheck_mod
+from .sanitize import sanitize
+
+# nbgrader's gradebook API triggers SQLAlchemy's "not in session" warnings when a submission is re-added.
+warnings.filterwarnings("ignore", message=".*not in session.*")
+
+RESULTS_FILE = "grading_results.json"
+CSV_FILE = "grades.csv"
+REPORT_FILE = "grading_report.md"
+IGNORE_DIRS = {".ipynb_checkpoints", "__pycache__"}
+
+
+@dataclass
+class Options:
+    cell_timeout: int = 60  # seconds a cell may run before it is interrupted
+    budget: int = 600  # seconds for one whole notebook
+    memory: int = 4 << 30  # bytes of address space for the kernel and the re-check
+    recheck_seconds: int = 120  # wall-clock seconds for one submission's re-check
+    call_seconds: int = 30  # seconds for one call of a student's function in the re-check
+    drop_privileges: bool = True  # run kernels as an unprivileged uid when root and it works
+
+
+@dataclass
+class Course:
+    root: str
+    assignments: list[str]
+    releases: dict[str, tuple[str, nbformat.NotebookNode]] = field(default_factory=dict)  # a -> (nb name, release)
+    setups: dict[str, str] = field(default_factory=dict)  # a -> the source's setup cell
+    template_db: str = ""
+
+
+# ----------------------------------------------------------------------------------------- discovery
+
+def find_assignments(root: str, only: list[str] | None = None) -> list[str]:
+    src = os.path.join(root, "solutions")
+    names = sorted(d for d in os.listdir(src) if os.path.isfile(os.path.join(src, d, d + ".ipynb"))) \
+        if os.path.isdir(src) else []
+    if only:
+        missing = [a for a in only if a not in names]
+        if missing:
+            raise SystemExit(f"no assignment {', '.join(missing)} under {src}")
+        names = [a for a in names if a in only]
+    return names
+
+
+def find_submissions(root: str, assignments: list[str]) -> list[tuple[str, str]]:
+    sub = os.path.join(root, "submitted")
+    if not os.path.isdir(sub):
+        return []
+    out = []
+    for student in sorted(os.listdir(sub)):
+        if student in IGNORE_DIRS or not os.path.isdir(os.path.join(sub, student)):
+            continue
+        for a in assignments:
+            if os.path.isdir(os.path.join(sub, student, a)):
+                out.append((student, a))
+    return out
+
+
+def ensure_venv_on_path() -> None:
+    """nbgrader runs the ``alembic`` command when it creates a gradebook: it lives next to this Python."""
+    bindir = os.path.dirname(sys.executable)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def _nbgrader_config(root: str, db_url: str, opts: Options | None = None):
+    from traitlets.config import Config
+
+    c = Config()
+    c.CourseDirectory.root = root
+    c.CourseDirectory.course_id = "self-attention-step-by-step"
+    c.CourseDirectory.source_directory = "source"
+    c.CourseDirectory.release_directory = "release"
+    c.CourseDirectory.db_url = db_url
+    c.OverwriteCells.add_missing_cells = True
+    c.IgnorePattern.enabled = True
+    c.IgnorePattern.pattern = r"(?s).*"
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+    c.Autograde.create_student = True
+    c.Autograde.force = True
+    c.GenerateAssignment.force = True
+    c.GenerateFeedback.force = True
+    c.GenerateAssignment.create_assignment = True
+    if opts is not None:
+        from nbconvert.preprocessors import ClearMetadataPreprocessor
+        from nbgrader.preprocessors import (
+            AssignLatePenalties,
+            CheckCellMetadata,
+            IgnorePattern,
+            LimitOutput,
+            SaveAutoGrades,
+        )
+
+        from .execute import ContainedExecute
+
+        c.Autograde.autograde_preprocessors = [ContainedExecute, IgnorePattern, ClearMetadataPreprocessor,
+                                               LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+        c.ContainedExecute.timeout = opts.cell_timeout
+        c.ContainedExecute.budget = opts.budget
+        c.ContainedExecute.kernel_name = "attn-grade"
+        c.ContainedExecute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
+    return c
+
+
+@contextlib.contextmanager
+def _quiet_logs():
+    """nbgrader logs every step; the grader prints one line per submission instead."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    old = root.handlers[:], root.level
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
+    try:
+        yield stream
+    finally:
+        root.handlers = old[0]
+        root.setLevel(old[1])
+
+
+def _converter(cls, root: str, db_url: str, assignment: str, opts: Options | None = None):
+    from nbgrader.coursedir import CourseDirectory
+
+    cfg = _nbgrader_config(root, db_url, opts)
+    coursedir = CourseDirectory(config=cfg)
+    coursedir.assignment_id = assignment
+    conv = cls(coursedir=coursedir, config=cfg)
+    conv.log.setLevel(logging.CRITICAL)
+    return conv
+
+
+def prepare(root: str, assignments: list[str], scratch: str, master_db: str | None = None) -> Course:
+    """Generate each assignment from its source into a template gradebook (and the master one)."""
+    from nbgrader.converters import GenerateAssignment
+
+    prep = os.path.join(scratch, "prep")
+    course = Course(root=root, assignments=assignments, template_db=os.path.join(prep, "template.db"))
+    for a in assignments:
+        os.makedirs(os.path.join(prep, "source", a), exist_ok=True)
+        shutil.copy(os.path.join(root, "solutions", a, a + ".ipynb"), os.path.join(prep, "source", a, a + ".ipynb"))
+        dbs = [course.template_db] + ([master_db] if master_db else [])
+        for db in dbs:
+            conv = _converter(GenerateAssignment, prep, "sqlite:///" + db, a)
+            conv.start()
+        release = nbformat.read(os.path.join(prep, "release", a, a + ".ipynb"), as_version=4)
+        course.releases[a] = (a + ".ipynb", release)
+        source = nbformat.read(os.path.join(prep, "source", a, a + ".ipynb"), as_version=4)
+        setup = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
+        course.setups[a] = setup[0] if setup else ""
+    return course
+
+
+# ----------------------------------------------------------------------------------------- processes
+
+def _token_pids(token: str) -> list[int]:
+    pids = []
+    needle = f"ATTN_GRADING_TOKEN={token}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def _uid_pids(uid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            pids.append(int(entry))
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+def kill_leftovers(token: str, uid: int | None = None) -> int:
+    """Kill every process carrying the grading token (or running as the kernel's uid); return how many."""
+    killed = 0
+    for _ in range(3):
+        pids = set(_token_pids(token)) | (set(_uid_pids(uid)) if uid is not None else set())
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.05)
+    return killed
+
+
+def _probe_unprivileged(uid: int, scratch: str) -> bool:
+    """Can a process running as ``uid`` start this Python and import attn_ref and ipykernel?"""
+    if os.geteuid() != 0:
+        return False
+
+    def drop():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    try:
+        r = subprocess.run([sys.executable, "-c", "import attn_ref.grading.core, ipykernel"], cwd=scratch,
+                           preexec_fn=drop, capture_output=True, timeout=60, env={"HOME": scratch,
+                                                                                    "PATH": "/usr/bin:/bin"})
+        return r.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+# ----------------------------------------------------------------------------------------- one worker
+
+def _scores_from_gradebook(db: str, assignment: str, student: str) -> dict[str, tuple[float, float]]:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    out = {}
+    with Gradebook("sqlite:///" + db) as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return {}
+        for nb in sub.notebooks:
+            for grade in nb.grades:
+                out[grade.name] = (float(grade.auto_score or 0.0), float(grade.max_score))
+    return out
+
+
+def _set_final_scores(db: str, assignment: str, student: str, scores: dict[str, float]) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook("sqlite:///" + db) as gb:
+        sub = gb.find_submission(assignment, student)
+        for nb in sub.notebooks:
+            for grade in nb.grades:
+                if grade.name in scores:
+                    grade.auto_score = scores[grade.name]
+                    grade.needs_manual_grade = False
+        gb.db.commit()
+
+
+def _notes_cell(result: dict) -> nbformat.NotebookNode:
+    lines = ["### Grading notes", ""]
+    for gid in result["tasks"]:
+        score, mx = result["scores"].get(gid), result["max"].get(gid)
+        why = result["task_notes"].get(gid, "")
+        lines.append(f"- **{gid}**: {score if score is not None else '-'} / {mx}" + (f" — {why}" if why else ""))
+    for flag in result["flags"]:
+        lines.append(f"- flag: {flag}")
+    for note in result["notes"]:
+        lines.append(f"- note: {note}")
+    return nbformat.v4.new_markdown_cell("\n".join(lines))
+
+
+def _policy(work: str, root: str, token: str, uid: int | None, opts: Options) -> str:
+    home = os.path.join(work, "home")
+    os.makedirs(home, exist_ok=True)
+    protect = [os.path.join(root, p) for p in ("solutions", "gradebook.db", CSV_FILE, RESULTS_FILE, REPORT_FILE,
+                                              "feedback", "autograded", "submitted", "source")]
+    protect += [os.path.join(work, "course", "gradebook.db"), os.path.join(work, "course", "submitted"),
+                os.path.join(os.path.dirname(work), "prep")]
+    policy = {"rlimit_as": opts.memory, "rlimit_cpu": opts.budget + 60, "rlimit_fsize": 256 << 20,
+              "home": home, "token": token, "deny": protect, "deny_write": [root, os.path.join(work, "course")],
+              "log": os.path.join(work, "denied.log")}
+    if uid is not None:
+        policy.update(uid=uid, gid=uid)
+    path = os.path.join(work, "policy.json")
+    with open(path, "w") as f:
+        json.dump(policy, f)
+    kdir = os.path.join(work, "jupyter", "kernels", "attn-grade")
+    os.makedirs(kdir, exist_ok=True)
+    with open(os.path.join(kdir, "kernel.json"), "w") as f:
+        json.dump({"argv": [sys.executable, "-m", "attn_ref.grading.kernel_launcher", "--policy", path,
+                            "-f", "{connection_file}"],
+                   "display_name": "attn_ref grading kernel", "language": "python"}, f)
+    return path
+
+
+def _denied(work: str) -> list[str]:
+    try:
+        with open(os.path.join(work, "denied.log")) as f:
+            lines = f.read().splitlines()[:50]
+        open(os.path.join(work, "denied.log"), "w").close()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            d = json.loads(line)
+            out.append(f"blocked {d['event']} of {d['path']}")
+    return list(dict.fromkeys(out))
+
+
+def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, report=None) -> list[dict]:
+    """Grade the sanitised submissions ``items`` in a scratch course of their own; return results."""
+    from nbgrader.converters import Autograde, GenerateFeedback
+
+    from .core import tasks_of
+    from .execute import ContainedExecute
+
+    work = tempfile.mkdtemp(prefix="shard-", dir=scratch)
+    os.chmod(work, 0o755)
+    cdir = os.path.join(work, "course")
+    os.makedirs(cdir)
+    db = os.path.join(cdir, "gradebook.db")
+    shutil.copy(course.template_db, db)
+    token = secrets.token_hex(16)
+    uid = None
+    if opts.drop_privileges and os.geteuid() == 0:
+        candidate = 100000 + secrets.randbelow(1 << 30)
+        if _probe_unprivileged(candidate, work):
+            uid = candidate
+    _policy(work, course.root, token, uid, opts)
+    if uid is not None:
+        os.chown(os.path.join(work, "home"), uid, uid)
+    os.environ["JUPYTER_PATH"] = os.path.join(work, "jupyter")
+    os.environ["ATTN_GRADING_SCRATCH"] = work
+    results = []
+    by_assignment: dict[str, list[dict]] = {}
+    for item in items:
+        by_assignment.setdefault(item["assignment"], []).append(item)
+    for a, group in sorted(by_assignment.items()):
+        nb_name = course.releases[a][0]
+        os.makedirs(os.path.join(cdir, "source", a), exist_ok=True)
+        for item in group:
+            d = os.path.join(cdir, "submitted", item["student"], a)
+            os.makedirs(d, exist_ok=True)
+            nbformat.write(nbformat.from_dict(item["notebook"]), os.path.join(d, nb_name))
+        ContainedExecute.reports.clear()
+        original_preprocess = ContainedExecute.preprocess
+
+        def preprocess_and_clean(self, nb, resources=None, km=None, _orig=original_preprocess):
+            try:
+                return _orig(self, nb, resources, km)
+            finally:
+                kill_leftovers(token, uid)
+                path = os.path.realpath((resources or {}).get("metadata", {}).get("path", "") or ".")
+                ContainedExecute.reports.setdefault(path, {})["denied"] = _denied(work)
+        ContainedExecute.preprocess = preprocess_and_clean
+        try:
+            with _quiet_logs():
+                conv = _converter(Autograde, cdir, "sqlite:///" + db, a, opts)
+                try:
+                    conv.start()
+                except BaseException as exc:  # noqa: BLE001 - failures are per student; reported below
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise
+        finally:
+            ContainedExecute.preprocess = original_preprocess
+            kill_leftovers(token, uid)
+        tasks = tasks_of(a)
+        for item in group:
+            student = item["student"]
+            result = _empty_result(course, a, student, item)
+            nb_scores = _scores_from_gradebook(db, a, student)
+            agdir = os.path.realpath(os.path.join(cdir, "autograded", student, a))
+            exec_report = ContainedExecute.reports.get(agdir, {})
+            autograded = os.path.join(agdir, nb_name)
+            if not nb_scores or not os.path.exists(autograded):
+                result["status"] = "ungradable"
+                result["reason"].append("nbgrader could not autograde the notebook")
+            if exec_report.get("kernel_died"):
+                result["flags"].append(f"kernel: {exec_report['kernel_died']}")
+            if exec_report.get("timeouts"):
+                result["notes"].append(f"cells interrupted after {opts.cell_timeout} s: {exec_report['timeouts']}")
+            if exec_report.get("output_truncated"):
+                result["notes"].append("output truncated")
+            result["flags"].extend(exec_report.get("denied", []))
+            # The re-check, outside the student's kernel.
+            rwork = tempfile.mkdtemp(prefix="recheck-", dir=work)
+            os.chmod(rwork, 0o755)
+            index = recheck_mod.run(tasks, course.setups[a], item["answers"], rwork,
+                                    wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory,
+                                    cpu_seconds=opts.recheck_seconds, call_seconds=opts.call_seconds,
+                                    user=(uid, uid) if uid is not None else None)
+            verdicts = recheck_mod.compare(tasks, index, rwork)
+            if index.get("denied"):
+                result["flags"].append("re-check blocked: " + ", ".join(dict.fromkeys(index["denied"]))[:300])
+            kill_leftovers(token, uid)
+            by_func = {t.func_name: t for t in tasks}
+            final: dict[str, float] = {}
+            for gid in result["tasks"]:
+                nb_score, mx = nb_scores.get(gid, (0.0, result["max"][gid]))
+                func = gid[: -len("_test")] if gid.endswith("_test") else None
+                verdict = verdicts.get(func) if func in by_func else None
+                ok_nb = nb_score >= mx - 1e-9
+                if verdict is None:  # a graded cell without a catalogued task: nbgrader's score stands
+                    final[gid] = nb_score
+                    continue
+                if ok_nb and verdict.passed:
+                    final[gid] = mx
+                else:
+                    final[gid] = 0.0 if not verdict.passed else nb_score
+                    if not verdict.passed:
+                        result["task_notes"][gid] = f"re-check: {verdict.reason}"
+                    if ok_nb and not verdict.passed:
+                        result["flags"].append(f"{gid}: notebook test passed but the re-check failed "
+                                               f"({verdict.reason[:160]})")
+                    elif not ok_nb and verdict.passed:
+                        result["task_notes"][gid] = "the notebook's test failed (see the feedback)"
+            if result["status"] != "ungradable":
+                result["scores"] = final
+                result["total"] = round(sum(final.values()), 4)
+            if result["status"] != "ungradable" and os.path.exists(autograded):
+                with contextlib.suppress(Exception):
+                    _set_final_scores(db, a, student, final)
+                    nb = nbformat.read(autograded, as_version=4)
+                    nb.cells.insert(0, _notes_cell(result))
+                    nbformat.write(nb, autograded)
+            results.append(result)
+        # Feedback for every graded student of this assignment, in one nbgrader call.
+        try:
+            with _quiet_logs():
+                _converter(GenerateFeedback, cdir, "sqlite:///" + db, a).start()
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+        for result in results:
+            if result["assignment"] != a:
+                continue
+            fb = os.path.join(cdir, "feedback", result["student"], a, nb_name[:-6] + ".html")
+            if os.path.exists(fb):
+                with open(fb, encoding="utf-8") as f:
+                    result["feedback_html"] = f.read()
+            _finish(result)
+            if report is not None:
+                report(result)
+    kill_leftovers(token, uid)
+    shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def _empty_result(course: Course, a: str, student: str, item: dict | None = None) -> dict:
+    release = course.releases[a][1]
+    tasks, mx = [], {}
+    for cell in release.cells:
+        nbg = cell.metadata.get("nbgrader", {})
+        if nbg.get("grade"):
+            tasks.append(nbg["grade_id"])
+            mx[nbg["grade_id"]] = float(nbg.get("points", 0))
+    item = item or {}
+    return {"student": student, "assignment": a, "tasks": tasks, "max": mx, "scores": {}, "task_notes": {},
+            "total": 0.0, "max_total": round(sum(mx.values()), 4), "status": "ok",
+            "reason": list(item.get("reason", [])), "flags": list(item.get("flags", [])),
+            "notes": list(item.get("notes", [])), "feedback_html": None}
+
+
+def _finish(result: dict) -> dict:
+    if result["status"] == "ok" and result["flags"]:
+        result["status"] = "flagged"
+    return result
+
+
+def _worker(course, items, scratch, opts, queue):
+    try:
+        grade_shard(course, items, scratch, opts, report=queue.put)
+    finally:
+        queue.put(None)
+
+
+# ----------------------------------------------------------------------------------------- the one writer
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def progress_line(i: int, n: int, r: dict) -> str:
+    score = f"{_fmt(r['total'])}/{_fmt(r['max_total'])}" if r["status"] != "ungradable" else \
+        f"-/{_fmt(r['max_total'])}"
+    extra = []
+    if r["reason"]:
+        extra.append("reason: " + "; ".join(r["reason"]))
+    if r["flags"]:
+        extra.append("flag: " + "; ".join(r["flags"])[:200])
+    return f"[{i}/{n}] {r['student']} {r['assignment']}: {score}" + (f" ({' | '.join(extra)})" if extra else "")
+
+
+def write_outputs(root: str, results: dict[str, dict], assignments_order: list[str], releases) -> None:
+    """grades.csv, grading_report.md and feedback/ from every stored result (sorted: deterministic)."""
+    keys = sorted(results)
+    columns: list[str] = []
+    for a in assignments_order:
+        for r in (results[k] for k in keys if results[k]["assignment"] == a):
+            for gid in r["tasks"]:
+                if gid not in columns:
+                    columns.append(gid)
+            break
+    tmp = os.path.join(root, CSV_FILE + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["student", "assignment", *columns, "total", "max", "status", "reason"])
+        for k in keys:
+            r = results[k]
+            row = [r["student"], r["assignment"]]
+            for gid in columns:
+                if gid not in r["tasks"]:
+                    row.append("")
+                elif r["status"] == "ungradable":
+                    row.append("")
+                else:
+                    row.append(_fmt(r["scores"].get(gid, 0.0)))
+            row.append(_fmt(r["total"]) if r["status"] != "ungradable" else "")
+            row.append(_fmt(r["max_total"]))
+            row.append(r["status"])
+            row.append("; ".join([*r["reason"], *r["flags"]]))
+            w.writerow(row)
+    os.replace(tmp, os.path.join(root, CSV_FILE))
+    lines = ["# Grading report", "", f"{len(keys)} submissions.", "",
+             "| student | assignment | score | status | reasons and flags |", "|---|---|---|---|---|"]
+    for k in keys:
+        r = results[k]
+        why = "; ".join([*r["reason"], *r["flags"]]).replace("|", "\\|")
+        score = f"{_fmt(r['total'])}/{_fmt(r['max_total'])}" if r["status"] != "ungradable" else "-"
+        lines.append(f"| {r['student']} | {r['assignment']} | {score} | {r['status']} | {why} |")
+    lines += ["", "## Details", ""]
+    for k in keys:
+        r = results[k]
+        details = [f"{gid}: {note}" for gid, note in r["task_notes"].items()] + [f"note: {n}" for n in r["notes"]]
+        if details or r["flags"] or r["reason"]:
+            lines.append(f"### {r['student']} / {r['assignment']}")
+            lines += [f"- {d}" for d in [*r["reason"], *r["flags"], *details]]
+            lines.append("")
+    with open(os.path.join(root, REPORT_FILE), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def merge_gradebook(root: str, results: list[dict]) -> None:
+    """Write the final grades into the course's gradebook.db (the only writer; resubmissions replace)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with warnings.catch_warnings(), Gradebook("sqlite:///" + os.path.join(root, "gradebook.db")) as gb:
+        warnings.simplefilter("ignore")
+        for r in results:
+            gb.update_or_create_student(r["student"])
+            with contextlib.suppress(MissingEntry):
+                gb.remove_submission(r["assignment"], r["student"])
+            sub = gb.add_submission(r["assignment"], r["student"])
+            for nb in sub.notebooks:
+                for grade in nb.grades:
+                    grade.auto_score = r["scores"].get(grade.name, 0.0) if r["status"] != "ungradable" else 0.0
+                    grade.needs_manual_grade = False
+            gb.db.commit()
+
+
+def _db_fingerprint(path: str) -> str | None:
+    if not os.path.exists(path):
+        return None
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        dump = "\n".join(con.iterdump())
+        con.close()
+    except sqlite3.Error:
+        with open(path, "rb") as f:
+            dump = f.read().hex()
+    import hashlib
+
+    return hashlib.sha256(dump.encode()).hexdigest()
+
+
+def load_results(root: str) -> dict[str, dict]:
+    try:
+        with open(os.path.join(root, RESULTS_FILE)) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
+          shard: tuple[int, int] | None = None, results_out: str | None = None, verbose: bool = True) -> dict:
+    """Grade the course at ``root``; return {"student/assignment": result} of this run."""
+    opts = opts or Options()
+    ensure_venv_on_path()
+    root = os.path.realpath(root)
+    assignments = find_assignments(root, only)
+    submissions = find_submissions(root, assignments)
+    if shard is not None:
+        k, n = shard
+        submissions = [s for i, s in enumerate(submissions) if i % n == k]
+    scratch = tempfile.mkdtemp(prefix="attn-grade-")
+    os.chmod(scratch, 0o755)
+    master_db = os.path.join(root, "gradebook.db")
+    backup = os.path.join(scratch, "gradebook.backup.db")
+    merging = shard is None
+    if merging and os.path.exists(master_db):
+        shutil.copy(master_db, backup)
+    before = _db_fingerprint(master_db) if merging else None
+    start = time.monotonic()
+    try:
+        with _quiet_logs():
+            course = prepare(root, assignments, scratch, master_db if merging else None)
+        if merging:
+            shutil.copy(master_db, backup)
+            before = _db_fingerprint(master_db)
+        n = len(submissions)
+        done: list[dict] = []
+        items = []
+
+        def report(result):
+            done.append(result)
+            if verbose:
+                print(progress_line(len(done), n, result), flush=True)
+        for student, a in submissions:
+            s = sanitize(os.path.join(root, "submitted", student, a), {course.releases[a][0]: course.releases[a][1]})
+            item = {"student": student, "assignment": a, "answers": s.answers, "flags": s.flags, "notes": s.notes,
+                    "reason": [s.reason] if s.reason else []}
+            if s.notebook is None:
+                r = _empty_result(course, a, student, item)
+                r["status"] = "ungradable"
+                report(_finish(r))
+            else:
+                item["notebook"] = s.notebook
+                items.append(item)
+        jobs = max(1, min(jobs, len(items) or 1))
+        if jobs == 1:
+            grade_shard(course, items, scratch, opts, report=report)
+        else:
+            ctx = mp.get_context("fork")
+            queue = ctx.Queue()
+            procs = [ctx.Process(target=_worker, args=(course, items[k::jobs], scratch, opts, queue))
+                     for k in range(jobs)]
+            for p in procs:
+                p.start()
+            finished = 0
+            while finished < jobs:
+                try:
+                    got = queue.get(timeout=5)
+                except Exception:  # noqa: BLE001 - queue.Empty: check that the workers live
+                    if not any(p.is_alive() for p in procs):
+                        break
+                    continue
+                if got is None:
+                    finished += 1
+                else:
+                    report(got)
+            for p in procs:
+                p.join()
+        graded = {f"{r['student']}/{r['assignment']}" for r in done}
+        for item in items:  # a worker that crashed: the submission still gets its row
+            if f"{item['student']}/{item['assignment']}" not in graded:
+                r = _empty_result(course, item["assignment"], item["student"], item)
+                r["status"] = "ungradable"
+                r["reason"].append("the grading worker failed")
+                report(r)
+        this_run = {f"{r['student']}/{r['assignment']}": r for r in done}
+        if results_out:
+            with open(results_out, "w") as f:
+                json.dump({"assignments": assignments, "results": this_run}, f, sort_keys=True)
+        if merging:
+            after = _db_fingerprint(master_db)
+            if after != before:
+                shutil.copy(backup, master_db)
+                print("warning: gradebook.db was modified during grading; restored from the backup", flush=True)
+                for r in this_run.values():
+                    r["notes"].append("gradebook.db was modified during grading and restored")
+            merge(root, this_run, assignments, graded_assignments=assignments)
+        if verbose:
+            _summary(this_run, time.monotonic() - start, jobs)
+        return this_run
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def merge(root: str, this_run: dict[str, dict], assignments: list[str], graded_assignments: list[str]) -> None:
+    """The one writer: update grading_results.json, gradebook.db, grades.csv, the report and feedback."""
+    results = load_results(root)
+    # Submissions of the graded assignments that are gone from submitted/ lose their row.
+    for key in list(results):
+        student, a = key.split("/", 1)
+        if a in graded_assignments and not os.path.isdir(os.path.join(root, "submitted", student, a)):
+            results.pop(key)
+    for key, r in this_run.items():
+        html = r.pop("feedback_html", None)
+        fb_dir = os.path.join(root, "feedback", r["student"], r["assignment"])
+        shutil.rmtree(fb_dir, ignore_errors=True)
+        if html:
+            os.makedirs(fb_dir, exist_ok=True)
+            with open(os.path.join(fb_dir, r["assignment"] + ".html"), "w", encoding="utf-8") as f:
+                f.write(html)
+        results[key] = r
+    with _quiet_logs():
+        merge_gradebook(root, list(this_run.values()))
+    with open(os.path.join(root, RESULTS_FILE), "w") as f:
+        json.dump(results, f, sort_keys=True, indent=1)
+    order = sorted({r["assignment"] for r in results.values()})
+    write_outputs(root, results, order, None)
+
+
+def _summary(this_run: dict[str, dict], seconds: float, jobs: int) -> None:
+    rs = list(this_run.values())
+    ok = sum(r["status"] == "ok" for r in rs)
+    flagged = sum(r["status"] == "flagged" for r in rs)
+    bad = sum(r["status"] == "ungradable" for r in rs)
+    full = sum(r["status"] != "ungradable" and r["total"] >= r["max_total"] - 1e-9 for r in rs)
+    print(f"graded {len(rs)} submissions in {seconds:.1f} s with {jobs} job(s): {ok} ok, {flagged} flagged, "
+          f"{bad} ungradable, {full} full marks. See {CSV_FILE} and {REPORT_FILE}.", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--course", default=".", help="course root (holds solutions/ and submitted/)")
+    p.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
+    p.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
+    p.add_argument("--cell-timeout", type=int, default=Options.cell_timeout)
+    p.add_argument("--budget", type=int, default=Options.budget)
+    p.add_argument("--memory-gb", type=float, default=Options.memory / (1 << 30))
+    p.add_argument("--shard", help="K/N: grade only slice K (0-based) of N; with --results, do not merge")
+    p.add_argument("--results", help="write this run's results (JSON) here")
+    p.add_argument("--merge", nargs="+", help="merge results files written by --shard runs")
+    args = p.parse_args(argv)
+    root = os.path.realpath(args.course)
+    ensure_venv_on_path()
+    if args.merge:
+        this_run, assignments = {}, set()
+        for path in args.merge:
+            with open(path) as f:
+                data = json.load(f)
+            this_run.update(data["results"])
+            assignments.update(data["assignments"])
+        master_assignments = find_assignments(root, sorted(assignments))
+        with _quiet_logs():
+            scratch = tempfile.mkdtemp(prefix="attn-merge-")
+            try:
+                prepare(root, master_assignments, scratch, os.path.join(root, "gradebook.db"))
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        merge(root, this_run, master_assignments, graded_assignments=[])
+        print(f"merged {len(this_run)} results into {CSV_FILE}")
+        return 0
+    opts = Options(cell_timeout=args.cell_timeout, budget=args.budget, memory=int(args.memory_gb * (1 << 30)))
+    shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
+    if shard is not None and not args.results:
+        p.error("--shard needs --results FILE (merge the files with --merge)")
+    grade(root, jobs=args.jobs, only=args.assignment, opts=opts, shard=shard, results_out=args.results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""nbgrader's Execute preprocessor, contained: a kernel that dies or hangs costs only its own remaining cells.
+
+nbgrader's own ``Execute`` lets nbclient raise when the kernel dies (``os._exit``, a segfault, the memory
+limit) or ignores an interrupt (a loop that swallows ``KeyboardInterrupt``): the whole notebook then
+fails to autograde.  :class:`ContainedExecute` instead
+
+* gives every cell ``timeout`` seconds (nbclient interrupts it) and the whole notebook ``budget`` seconds;
+* when the kernel dies or cannot be interrupted, kills its process group and writes an error output
+  (``KernelDied: <reason>``) into the cell that was running and every later code cell, so nbgrader's
+  SaveAutoGrades scores those test cells zero and the autograded notebook and feedback still exist;
+* keeps at most ``max_output_bytes`` of output per notebook (a flood of prints cannot fill the
+  grader's memory); beyond ``kill_output_bytes`` the kernel is killed;
+* records what happened in ``resources["attn_grading"]`` for the grader's report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Integer
+
+
+def _error_output(ename: str, evalue: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
+                        traceback=[f"{ename}: {evalue}"])
+
+
+class ContainedExecute(Execute):
+    reports: dict = {}  # noqa: RUF012 - notebook folder -> what happened while executing it
+    budget = Integer(600, help="seconds for the whole notebook").tag(config=True)
+    max_output_bytes = Integer(2_000_000, help="output kept per notebook").tag(config=True)
+    kill_output_bytes = Integer(50_000_000, help="output after which the kernel is killed").tag(config=True)
+
+    def _kill_kernel(self) -> None:
+        prov = getattr(self.km, "provisioner", None) if self.km is not None else None
+        pid = getattr(getattr(prov, "process", None), "pid", None)
+        pgid = getattr(prov, "pgid", None) or pid
+        for target in (pgid,):
+            if target:
+                try:
+                    os.killpg(target, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        try:
+            size = len(json.dumps(content))
+        except (TypeError, ValueError):
+            size = 0
+        self._output_bytes = getattr(self, "_output_bytes", 0) + size
+        if self._output_bytes > self.kill_output_bytes and not getattr(self, "_killed_for_output", False):
+            self._killed_for_output = True
+            self._kill_kernel()
+        if self._output_bytes > self.max_output_bytes:
+            if not getattr(self, "_output_truncated", False):
+                self._output_truncated = True
+                outs.append(NotebookNode(output_type="stream", name="stdout",
+                                         text="\n[grader: output truncated; more than "
+                                              f"{self.max_output_bytes} bytes]\n"))
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    def preprocess(self, nb, resources=None, km=None):
+        from nbclient.client import NotebookClient
+
+        NotebookClient.__init__(self, nb, km)
+        self.reset_execution_trackers()
+        self._check_assign_resources(resources)
+        self._output_bytes = 0
+        self._output_truncated = False
+        self._killed_for_output = False
+        report = {"kernel_died": None, "timeouts": [], "output_truncated": False}
+        cell_timeout = self.timeout
+        start = time.monotonic()
+        try:
+            with self.setup_kernel():
+                info_msg = self.wait_for_reply(self.kc.kernel_info())
+                self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
+                stop_reason = None
+                for index, cell in enumerate(self.nb.cells):
+                    if cell.cell_type != "code":
+                        continue
+                    if stop_reason is not None:
+                        cell.outputs = [_error_output("KernelDied", stop_reason)]
+                        continue
+                    remaining = self.budget - (time.monotonic() - start)
+                    if remaining <= 0:
+                        stop_reason = f"the notebook's time budget of {self.budget} s was used up"
+                        cell.outputs = [_error_output("KernelDied", stop_reason)]
+                        continue
+                    self.timeout = max(1, int(min(cell_timeout, remaining)))
+                    try:
+                        self.preprocess_cell(cell, resources, index)
+                    except CellTimeoutError:
+                        stop_reason = (f"cell {index} ran longer than {self.timeout} s and ignored the interrupt; "
+                                       "the kernel was killed")
+                    except DeadKernelError:
+                        stop_reason = f"the kernel died while running cell {index} (exit, crash or memory limit)"
+                    except Exception as exc:  # noqa: BLE001 - anything else the kernel does must not abort grading
+                        stop_reason = f"the kernel stopped responding in cell {index} ({type(exc).__name__})"
+                    if self._killed_for_output and stop_reason is None:
+                        stop_reason = f"cell {index} flooded the output (> {self.kill_output_bytes} bytes)"
+                    if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])):
+                        report["timeouts"].append(index)
+                    if stop_reason is not None:
+                        self._kill_kernel()
+                        cell.outputs = [*cell.get("outputs", []), _error_output("KernelDied", stop_reason)]
+                report["kernel_died"] = stop_reason
+        except Exception as exc:  # noqa: BLE001 - the kernel could not even start or shut down cleanly
+            self._kill_kernel()
+            reason = f"the kernel failed ({type(exc).__name__}: {exc})"
+            report["kernel_died"] = report["kernel_died"] or reason
+            for cell in self.nb.cells:
+                if cell.cell_type == "code" and not cell.get("outputs"):
+                    cell.outputs = [_error_output("KernelDied", reason)]
+        finally:
+            self.timeout = cell_timeout
+        report["output_truncated"] = self._output_truncated
+        report["seconds"] = round(time.monotonic() - start, 2)
+        self.set_widgets_metadata()
+        # The grader runs nbgrader in this process: it reads the report back by the notebook's folder.
+        path = (resources or {}).get("metadata", {}).get("path", "")
+        ContainedExecute.reports[os.path.realpath(path) if path else ""] = report
+        return self.nb, self.resources

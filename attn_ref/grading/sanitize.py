@@ -1,0 +1,189 @@
+"""Sanitise a submission before it is graded: the notebook is rebuilt from the release, keeping only answers.
+
+Only the expected notebook of an assignment is graded. Every other submitted file (a ``numpy.py`` that
+would shadow the library, data, a second notebook) is dropped and reported.  The notebook itself is
+*rebuilt*: the release notebook's cells (intro, setup, task texts, test cells, their nbgrader metadata
+and the kernelspec) are taken as they were released, and only the student's answer cells
+(``grade_id`` ending in ``_answer``) are substituted, matched by grade_id.  nbgrader's OverwriteCells
+then restores the hidden tests from the gradebook.  So a test cell that was deleted, duplicated,
+renamed, moved, edited or stripped of its metadata is simply back, and every such change is reported
+as a flag.  A notebook that cannot be read or is missing gets no score and a stated reason.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass, field
+
+import nbformat
+
+IGNORED = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "Thumbs.db"}
+
+
+@dataclass
+class Sanitized:
+    """What :func:`sanitize` found: the rebuilt notebook (None when ungradable), the answers, and why."""
+
+    notebook: nbformat.NotebookNode | None
+    answers: dict[str, str] = field(default_factory=dict)  # grade_id -> the student's answer source
+    flags: list[str] = field(default_factory=list)  # tampering, reported in grades.csv
+    notes: list[str] = field(default_factory=list)  # harmless findings, reported in the report only
+    reason: str | None = None  # why the submission cannot be graded at all
+
+
+def _nbg(cell) -> dict:
+    meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
+    nbg = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "") if isinstance(cell, dict) else ""
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def _is_answer(cell) -> bool:
+    nbg = _nbg(cell)
+    return bool(nbg.get("solution")) and str(nbg.get("grade_id", "")).endswith("_answer")
+
+
+_HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.MULTILINE | re.DOTALL)
+
+
+def _visible(source: str) -> str:
+    """A test cell without its hidden part (the release's version of a source cell)."""
+    return _HIDDEN.sub("", source).strip()
+
+
+def _defines(source: str, func: str) -> bool:
+    return re.search(rf"^\s*def\s+{re.escape(func)}\s*\(", source, re.MULTILINE) is not None
+
+
+def _compare_locked(student_cells: list, release_cells: list, flags: list[str]) -> None:
+    """Report every change to the release's locked cells (tests, setup, texts) and their metadata."""
+    by_id: dict[str, list] = {}
+    for cell in student_cells:
+        gid = _nbg(cell).get("grade_id")
+        if gid:
+            by_id.setdefault(str(gid), []).append(cell)
+    order = [str(_nbg(c).get("grade_id")) for c in student_cells if _nbg(c).get("grade_id")]
+    release_ids = [str(_nbg(c)["grade_id"]) for c in release_cells if _nbg(c).get("grade_id")]
+    for cell in release_cells:
+        gid = _nbg(cell).get("grade_id")
+        if not gid or _is_answer(cell):
+            continue
+        kind = "test cell" if _nbg(cell).get("grade") else "locked cell"
+        found = by_id.get(gid, [])
+        if not found:
+            flags.append(f"{kind} {gid} missing (restored)")
+            continue
+        if len(found) > 1:
+            flags.append(f"{kind} {gid} duplicated (restored once)")
+        got = found[0]
+        if _visible(_source(got)) != _visible(_source(cell)):
+            flags.append(f"{kind} {gid} edited (restored)")
+        want, have = _nbg(cell), _nbg(got)
+        for key in ("grade", "solution", "locked", "points"):
+            if want.get(key) != have.get(key):
+                flags.append(f"{kind} {gid}: metadata {key} changed from {want.get(key)!r} to {have.get(key)!r} "
+                             "(restored)")
+    common = [g for g in order if g in release_ids]
+    expected = [g for g in release_ids if g in common]
+    if list(dict.fromkeys(common)) != expected and len(set(common)) == len(common):
+        flags.append("cells reordered (restored to the released order)")
+    unknown = sorted({g for g in order if g not in release_ids})
+    for gid in unknown:
+        flags.append(f"unknown grade_id {gid} (dropped)")
+
+
+def rebuild(student, release) -> Sanitized:
+    """The release notebook with the student's answer cells substituted; flags for every change."""
+    flags: list[str] = []
+    notes: list[str] = []
+    cells = student.get("cells") if isinstance(student, dict) else None
+    if not isinstance(cells, list):
+        return Sanitized(None, reason="notebook has no list of cells")
+    student_cells = [c for c in cells if isinstance(c, dict)]
+    _compare_locked(student_cells, release.cells, flags)
+    release_ks = release.metadata.get("kernelspec", {})
+    student_ks = (student.get("metadata") or {}).get("kernelspec", {}) if isinstance(student.get("metadata"), dict) \
+        else {}
+    if student_ks and student_ks.get("name") != release_ks.get("name"):
+        flags.append(f"kernelspec changed to {student_ks.get('name')!r} (restored)")
+
+    rebuilt = copy.deepcopy(release)
+    answers: dict[str, str] = {}
+    used: set[int] = set()
+    for cell in rebuilt.cells:
+        if not _is_answer(cell):
+            continue
+        gid = _nbg(cell)["grade_id"]
+        func = gid[: -len("_answer")]
+        matches = [i for i, c in enumerate(student_cells) if _nbg(c).get("grade_id") == gid]
+        if len(matches) > 1:
+            flags.append(f"answer cell {gid} duplicated (the last one is graded)")
+        if not matches:
+            # Metadata lost (a cell copied into a new one): take the last unlabelled code cell defining the function.
+            matches = [i for i, c in enumerate(student_cells)
+                       if c.get("cell_type") == "code" and not _nbg(c).get("grade_id")
+                       and _defines(_source(c), func)]
+            if matches:
+                flags.append(f"answer cell {gid} had lost its metadata (found by its function {func})")
+        if matches:
+            i = matches[-1]
+            used.update(matches)
+            if student_cells[i].get("cell_type") != "code":
+                flags.append(f"answer cell {gid} is not a code cell (not graded)")
+                continue
+            cell.source = _source(student_cells[i])
+        else:
+            flags.append(f"answer cell {gid} missing (scored as unanswered)")
+        answers[gid] = cell.source
+    extra = [i for i, c in enumerate(student_cells)
+             if c.get("cell_type") == "code" and not _nbg(c).get("grade_id") and i not in used
+             and _source(c).strip()]
+    if extra:
+        notes.append(f"{len(extra)} extra code cell(s) not graded (only answer cells are)")
+    for cell in rebuilt.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    return Sanitized(rebuilt, answers=answers, flags=flags, notes=notes)
+
+
+def sanitize(submission_dir: str, release_notebooks: dict[str, nbformat.NotebookNode]) -> Sanitized:
+    """Sanitise ``submission_dir`` (submitted/<student>/<assignment>/) against its release notebook(s).
+
+    release_notebooks: notebook file name -> release notebook (one per assignment in this course).
+    """
+    name, release = next(iter(release_notebooks.items()))
+    flags: list[str] = []
+    notes: list[str] = []
+    try:
+        entries = sorted(os.listdir(submission_dir))
+    except OSError as exc:
+        return Sanitized(None, reason=f"submission folder unreadable ({exc.strerror})")
+    for entry in entries:
+        if entry == name:
+            continue
+        if entry in IGNORED:
+            notes.append(f"ignored {entry}")
+            continue
+        flags.append(f"extra file {entry} dropped")
+    path = os.path.join(submission_dir, name)
+    if not os.path.isfile(path):
+        others = [e for e in entries if e.endswith(".ipynb")]
+        hint = f" (found {', '.join(others)})" if others else ""
+        return Sanitized(None, flags=flags, notes=notes, reason=f"missing notebook {name}{hint}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            student = nbformat.read(f, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - corrupt JSON, wrong encoding, not a notebook at all
+        return Sanitized(None, flags=flags, notes=notes,
+                         reason=f"unreadable notebook ({type(exc).__name__}: {str(exc)[:120]})")
+    result = rebuild(student, release)
+    result.flags[:0] = flags
+    result.notes[:0] = notes
+    return result
