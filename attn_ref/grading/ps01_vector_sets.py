@@ -1,0 +1,267 @@
+"""Catalogue of ps01_vector_sets: words, audio and graphs as sets of vectors.
+
+Practises the chapter "Vector sets as input" (序列与模型): one-hot vectors (独热编码), the cosine
+similarity of every pair of vectors, audio cut into overlapping frames, a graph's adjacency matrix.
+References: :func:`attn_ref.embedding.one_hot`, :func:`attn_ref.embedding.cosine_similarity_matrix`,
+:func:`attn_ref.data.frame_signal`, :func:`attn_ref.data.adjacency_from_edges`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import adjacency_from_edges as _adjacency
+from ..data import frame_signal as _frame_signal
+from ..embedding import cosine_similarity_matrix as _cosine
+from ..embedding import one_hot as _one_hot
+from .core import Mistake, Task
+
+ASSIGNMENT = "ps01_vector_sets"
+SETUP = "import numpy as np"
+
+
+# --- task 1: one-hot vectors ------------------------------------------------------------------
+
+def _ref_one_hot(indices, vocab_size):
+    return _one_hot(np.asarray(indices), vocab_size)
+
+
+def _cases_one_hot(rng):
+    cases = [(rng.integers(0, 4, size=6), 9)]  # largest index < V - 1: the vocabulary is not the data's
+    for n, V in [(10, 7), (1, 5), (3, 1), (12, 30)]:
+        cases.append((rng.integers(0, V, size=n), V))
+    cases.append((np.array([4, 0, 4, 2]), 5))  # repeated words, first and last index
+    return cases
+
+
+ONE_HOT_SOLUTION = '''def one_hot(indices, vocab_size):
+    """One-hot rows. indices: (n,) integers in [0, V) -> (n, V) floats."""
+    ### BEGIN SOLUTION
+    out = np.zeros((len(indices), vocab_size))
+    out[np.arange(len(indices)), indices] = 1.0
+    return out
+    ### END SOLUTION
+'''
+
+ONE_HOT_MISTAKES = (
+    Mistake("transposed", "the result has one column per word (shape (V, n)); it should have one row per word, "
+            "shape (n, V)",
+            '''def one_hot(indices, vocab_size):
+    return np.eye(vocab_size)[:, indices]
+'''),
+    Mistake("one_based", "the indices were treated as counting from 1 (the 1 is one position too far left); "
+            "word i has its 1 in column i, counting from 0",
+            '''def one_hot(indices, vocab_size):
+    return np.eye(vocab_size)[np.asarray(indices) - 1]
+'''),
+    Mistake("vocab_from_data", "the vector length was taken from the largest index seen (max + 1) instead of "
+            "vocab_size; every vector must have length V even if some words do not occur",
+            '''def one_hot(indices, vocab_size):
+    indices = np.asarray(indices)
+    return np.eye(indices.max() + 1)[indices]
+'''),
+)
+
+
+# --- task 2: cosine similarity of every pair ------------------------------------------------
+
+def _ref_cosine(X):
+    return _cosine(np.asarray(X, dtype=float))
+
+
+def _cases_cosine(rng):
+    cases = []
+    for n, d in [(5, 3), (4, 6), (1, 3), (6, 1), (3, 3)]:
+        scales = rng.uniform(0.2, 5.0, size=(n, 1))  # rows of different lengths: normalisation matters
+        cases.append((rng.standard_normal((n, d)) * scales,))
+    cases.append((np.array([[3.0, 4.0], [300.0, 400.0], [-4.0, 3.0]]),))  # parallel and orthogonal rows
+    return cases
+
+
+COSINE_SOLUTION = '''def cosine_similarity_matrix(X):
+    """Cosine of every pair of rows. X: (n, d), no zero rows -> (n, n)."""
+    ### BEGIN SOLUTION
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)  # unit rows
+    return U @ U.T
+    ### END SOLUTION
+'''
+
+COSINE_MISTAKES = (
+    Mistake("no_normalisation", "the dot products x_i . x_j were returned without dividing by the lengths "
+            "|x_i| |x_j|",
+            '''def cosine_similarity_matrix(X):
+    return X @ X.T
+'''),
+    Mistake("normalised_columns", "the columns (features) were normalised instead of the rows (vectors); "
+            "each row x_i must be divided by its own length |x_i|",
+            '''def cosine_similarity_matrix(X):
+    U = X / np.linalg.norm(X, axis=0, keepdims=True)
+    return U @ U.T
+'''),
+    Mistake("one_sided_normalisation", "x_i . x_j was divided by |x_i|^2 (only one vector's length, squared) "
+            "instead of |x_i| |x_j|; the result must be symmetric",
+            '''def cosine_similarity_matrix(X):
+    return (X @ X.T) / (np.linalg.norm(X, axis=1, keepdims=True) ** 2)
+'''),
+    Mistake("squared_lengths", "x_i . x_j was divided by |x_i|^2 |x_j|^2 (squared lengths) instead of |x_i| |x_j|",
+            '''def cosine_similarity_matrix(X):
+    sq = np.sum(X ** 2, axis=1)
+    return (X @ X.T) / np.outer(sq, sq)
+'''),
+)
+
+
+# --- task 3: audio frames ---------------------------------------------------------------------
+
+def _ref_frames(x, frame_len, hop):
+    return _frame_signal(np.asarray(x, dtype=float), frame_len, hop)
+
+
+def _cases_frames(rng):
+    cases = []
+    for n, frame_len, hop in [(1000, 400, 160),  # (1000 - 400) % 160 = 120: an incomplete last frame
+                              (720, 400, 160),  # exactly 3 frames
+                              (37, 5, 3), (50, 4, 7),  # hop > frame_len: gaps between frames
+                              (12, 12, 5),  # the signal is exactly one frame
+                              (30, 6, 6)]:  # no overlap
+        cases.append((rng.standard_normal(n), frame_len, hop))
+    return cases
+
+
+FRAMES_SOLUTION = '''def frame_signal(x, frame_len, hop):
+    """Overlapping frames. x: (L,) -> (1 + (L - frame_len) // hop, frame_len)."""
+    ### BEGIN SOLUTION
+    n_frames = 1 + (len(x) - frame_len) // hop
+    return np.stack([x[i * hop:i * hop + frame_len] for i in range(n_frames)])
+    ### END SOLUTION
+'''
+
+FRAMES_MISTAKES = (
+    Mistake("hop_and_frame_swapped", "frame_len and hop were swapped: frame i is x[i*hop : i*hop + frame_len], "
+            "frames are frame_len long and start every hop samples",
+            '''def frame_signal(x, frame_len, hop):
+    n = 1 + (len(x) - hop) // frame_len
+    return np.stack([x[i * frame_len:i * frame_len + hop] for i in range(n)])
+'''),
+    Mistake("last_frame_dropped", "one complete frame too few: the count is 1 + (L - frame_len) // hop "
+            "(the first frame starts at 0)",
+            '''def frame_signal(x, frame_len, hop):
+    n = (len(x) - frame_len) // hop
+    return np.array([x[i * hop:i * hop + frame_len] for i in range(n)]).reshape(n, frame_len)
+'''),
+    Mistake("partial_frame_padded", "an incomplete last frame was zero-padded and kept; only complete frames "
+            "count: 1 + (L - frame_len) // hop",
+            '''def frame_signal(x, frame_len, hop):
+    n = 1 + int(np.ceil((len(x) - frame_len) / hop))
+    padded = np.concatenate([x, np.zeros((n - 1) * hop + frame_len - len(x))])
+    return np.stack([padded[i * hop:i * hop + frame_len] for i in range(n)])
+'''),
+    Mistake("frames_per_hop", "len(x) // hop frames were made (one per hop, zero-padded at the end); frames "
+            "must lie inside the signal: 1 + (L - frame_len) // hop of them",
+            '''def frame_signal(x, frame_len, hop):
+    n = len(x) // hop
+    padded = np.concatenate([x, np.zeros(n * hop + frame_len)])
+    return np.stack([padded[i * hop:i * hop + frame_len] for i in range(n)])
+'''),
+)
+
+
+# --- task 4: adjacency matrix -----------------------------------------------------------------
+
+def _ref_adjacency(edges, n_nodes, undirected):
+    return _adjacency(np.asarray(edges), n_nodes, undirected)
+
+
+def _cases_adjacency(rng):
+    cases = [(np.array([[0, 1], [1, 2], [2, 0], [3, 1]]), 5, True),  # node 4 isolated
+             (np.array([[0, 1], [1, 2], [2, 0], [3, 1]]), 5, False)]
+    for n, m in [(6, 8), (4, 3)]:
+        edges = rng.integers(0, n, size=(m, 2))
+        edges = edges[edges[:, 0] != edges[:, 1]]
+        cases.append((edges, n, True))
+        cases.append((edges, n, False))
+    cases.append((np.array([[0, 1], [1, 0], [0, 1], [2, 3]]), 4, True))  # repeated edges
+    cases.append((np.array([[0, 1], [2, 2]]), 3, False))  # a listed self loop is kept
+    cases.append((np.zeros((0, 2), dtype=int), 3, True))  # no edges at all
+    return cases
+
+
+ADJACENCY_SOLUTION = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    """Adjacency matrix. edges: (m, 2) 0-based node pairs -> (n_nodes, n_nodes) of 0.0 / 1.0."""
+    ### BEGIN SOLUTION
+    A = np.zeros((n_nodes, n_nodes))
+    for i, j in edges:
+        A[i, j] = 1.0
+        if undirected:
+            A[j, i] = 1.0
+    return A
+    ### END SOLUTION
+'''
+
+ADJACENCY_MISTAKES = (
+    Mistake("directed_only", "only A[i, j] was set for an edge (i, j); with undirected=True A[j, i] = 1 too, "
+            "so A is symmetric",
+            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    A = np.zeros((n_nodes, n_nodes))
+    for i, j in edges:
+        A[i, j] = 1.0
+    return A
+'''),
+    Mistake("always_symmetric", "the matrix was made symmetric although undirected=False; a directed edge "
+            "(i, j) sets only A[i, j]",
+            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    A = np.zeros((n_nodes, n_nodes))
+    for i, j in edges:
+        A[i, j] = 1.0
+        A[j, i] = 1.0
+    return A
+'''),
+    Mistake("self_loops_added", "ones were put on the diagonal (self loops); only the listed edges are 1",
+            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    A = np.eye(n_nodes)
+    for i, j in edges:
+        A[i, j] = 1.0
+        if undirected:
+            A[j, i] = 1.0
+    return A
+'''),
+    Mistake("edges_counted", "repeated edges were counted (entries 2 or more); an entry is 1 if there is an "
+            "edge, whatever the number of times it is listed",
+            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    A = np.zeros((n_nodes, n_nodes))
+    for i, j in edges:
+        A[i, j] += 1.0
+        if undirected:
+            A[j, i] += 1.0
+    return A
+'''),
+    Mistake("one_based", "the node numbers were treated as counting from 1; the edges use 0-based indices",
+            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    A = np.zeros((n_nodes, n_nodes))
+    for i, j in edges:
+        A[i - 1, j - 1] = 1.0
+        if undirected:
+            A[j - 1, i - 1] = 1.0
+    return A
+'''),
+)
+
+
+TASKS = [
+    Task(ASSIGNMENT, "one_hot", _ref_one_hot, _cases_one_hot, ONE_HOT_MISTAKES, setup=SETUP,
+         description="one-hot vectors of word indices"),
+    Task(ASSIGNMENT, "cosine_similarity_matrix", _ref_cosine, _cases_cosine, COSINE_MISTAKES, setup=SETUP,
+         description="cosine similarity of every pair of rows", rtol=1e-6, atol=1e-9),
+    Task(ASSIGNMENT, "frame_signal", _ref_frames, _cases_frames, FRAMES_MISTAKES, setup=SETUP,
+         description="a waveform cut into overlapping frames"),
+    Task(ASSIGNMENT, "adjacency_from_edges", _ref_adjacency, _cases_adjacency, ADJACENCY_MISTAKES, setup=SETUP,
+         description="a graph's adjacency matrix from its edge list"),
+]
+
+#: The solution of each task's answer cell, as it appears in the source notebook.
+SOLUTIONS = {
+    "one_hot": ONE_HOT_SOLUTION,
+    "cosine_similarity_matrix": COSINE_SOLUTION,
+    "frame_signal": FRAMES_SOLUTION,
+    "adjacency_from_edges": ADJACENCY_SOLUTION,
+}
