@@ -1,9 +1,14 @@
 """GAT as masked self-attention: attn_ref.graph vs torch_geometric.nn.GATConv with the same weights."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
-from torch_geometric.nn import GATConv
+
+with warnings.catch_warnings():  # torch_geometric's import-time DeprecationWarning (torch.jit.script)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from torch_geometric.nn import GATConv
 
 from attn_ref.attention import self_attention
 from attn_ref.graph import adjacency_mask, gat_layer, gat_params_from_pyg, init_gat_params
