@@ -168,3 +168,87 @@ def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int
         q_scaled = np.multiply(q[idx], dtype.type(s), dtype=dtype)  # (n_q, d_k), scaled once
         _attention_2d(q_scaled, k[idx], v[idx], None if mask is None else mask[idx], causal, bq, bk, out[idx])
     return out
+
+
+# --- measuring the matrix form (used by the chapter "Efficient attention" and by bench/) ---------
+
+def median_time(fn, *args, repeat: int = 5, warmup: int = 1, **kwargs) -> float:
+    """Median wall time in seconds of ``fn(*args, **kwargs)`` over ``repeat`` runs after ``warmup`` runs.
+
+    The median, not the mean: on a shared machine a few runs are slowed by other processes.
+    """
+    import time
+
+    for _ in range(warmup):
+        fn(*args, **kwargs)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(*args, **kwargs)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def compare_times(fns: dict, repeat: int = 5, warmup: int = 1) -> dict[str, float]:
+    """Median seconds of each zero-argument callable in ``fns``, measured in interleaved rounds.
+
+    Every round runs each function once, in turn, so that a burst of load from other processes
+    slows all of them alike: the *ratios* of the medians are what a shared machine can measure.
+    """
+    import time
+
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(ts)) for name, ts in times.items()}
+
+
+def peak_bytes(fn, *args, **kwargs) -> int:
+    """Peak bytes allocated while ``fn(*args, **kwargs)`` runs, by :mod:`tracemalloc`.
+
+    NumPy reports its array buffers to tracemalloc, so the figure is deterministic (unlike time).
+    """
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+#: The stages of the matrix form softmax(q k^T * scale) v, as :func:`attn_ref.softmax.softmax` runs them.
+MATRIX_FORM_STAGES = ("q k^T", "× scale", "row max", "exp(x − m)", "row sum", "divide", "weights v")
+
+
+def matrix_form_stages(q, k, v, scale: float | None = None, repeat: int = 3) -> dict[str, float]:
+    """Median seconds of each stage of the plain matrix form on q (n_q, d_k), k (n_k, d_k), v (n_k, d_v).
+
+    The stages are the NumPy expressions of ``softmax(q @ k.T * scale) @ v`` as one first writes them
+    (:func:`attn_ref.softmax.softmax`; each stage allocates a new (n_q, n_k) array), timed one at a time.
+    """
+    q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
+    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    raw = q @ k.T
+    scores = raw * s
+    m = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - m)
+    total = e.sum(axis=-1, keepdims=True)
+    weights = e / total
+    stages = {
+        "q k^T": lambda: q @ k.T,  # (n_q, d_k) x (d_k, n_k) -> (n_q, n_k)
+        "× scale": lambda: raw * s,
+        "row max": lambda: scores.max(axis=-1, keepdims=True),
+        "exp(x − m)": lambda: np.exp(scores - m),
+        "row sum": lambda: e.sum(axis=-1, keepdims=True),
+        "divide": lambda: e / total,
+        "weights v": lambda: weights @ v,  # (n_q, n_k) x (n_k, d_v) -> (n_q, d_v)
+    }
+    return {name: median_time(fn, repeat=repeat) for name, fn in stages.items()}
