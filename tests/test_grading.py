@@ -1,0 +1,140 @@
+"""The instructor's grading path with the real nbgrader, for every assignment under solutions/.
+
+* exercises/ is exactly what nbgrader generate_assignment makes from solutions/;
+* the solution scores full marks, the unanswered release zero on every task (without crashing),
+  and every catalogued Mistake, put into its answer cell, less than full with its name in the feedback;
+* JOBS=2 gives the same grades.csv as JOBS=1.
+
+All submissions of all assignments are graded in ONE run (mistake k of every task in one notebook).
+"""
+
+import copy
+import csv
+import os
+import shutil
+
+import nbformat
+import pytest
+
+from attn_ref.grading.autograde import Options, find_assignments, grade
+from attn_ref.grading.core import tasks_of
+from attn_ref.grading.release import release
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ASSIGNMENTS = find_assignments(REPO)
+OPTS = Options(cell_timeout=60, budget=300, recheck_seconds=120, call_seconds=30)
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading_class")]
+
+
+def _cells(nb):
+    return [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in nb.cells]
+
+
+def test_exercises_are_generated_from_solutions(tmp_path):
+    out = tmp_path / "release"
+    release(REPO, out=str(out))
+    for a in ASSIGNMENTS:
+        mine = os.path.join(REPO, "exercises", a, a + ".ipynb")
+        assert os.path.exists(mine), f"exercises/{a} missing: run make release"
+        fresh = nbformat.read(str(out / a / (a + ".ipynb")), as_version=4)
+        assert _cells(nbformat.read(mine, as_version=4)) == _cells(fresh), f"exercises/{a} is stale: make release"
+
+
+def _answers(nb):
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def _fill(release_nb, answers):
+    nb = copy.deepcopy(release_nb)
+    for c in nb.cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            c.source = answers[gid]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    """solution, blank and mistake_<k> (mistake k of every task) of every assignment, graded at once."""
+    root = str(tmp_path_factory.mktemp("class"))
+    plan = {}
+    for a in ASSIGNMENTS:
+        shutil.copytree(os.path.join(REPO, "solutions", a), os.path.join(root, "solutions", a))
+        src = nbformat.read(os.path.join(REPO, "solutions", a, a + ".ipynb"), as_version=4)
+        rel = nbformat.read(os.path.join(REPO, "exercises", a, a + ".ipynb"), as_version=4)
+        sol = _answers(src)
+        tasks = tasks_of(a)
+        subs = {"solution": _fill(rel, sol), "blank": rel}
+        for k in range(max(len(t.mistakes) for t in tasks)):
+            answers = dict(sol)
+            planted = {}
+            for t in tasks:
+                if k < len(t.mistakes):
+                    answers[f"{t.func_name}_answer"] = t.mistakes[k].source
+                    planted[t.func_name] = t.mistakes[k]
+            subs[f"mistake_{k}"] = _fill(rel, answers)
+            plan[(f"mistake_{k}", a)] = planted
+        for student, nb in subs.items():
+            d = os.path.join(root, "submitted", student, a)
+            os.makedirs(d)
+            nbformat.write(nb, os.path.join(d, a + ".ipynb"))
+    results = grade(root, jobs=2, opts=OPTS, verbose=False)
+    return root, results, plan
+
+
+@pytest.mark.parametrize("a", ASSIGNMENTS)
+def test_solution_full_marks(graded_class, a):
+    r = graded_class[1][f"solution/{a}"]
+    assert r["status"] == "ok" and r["total"] == r["max_total"] > 0, r
+
+
+@pytest.mark.parametrize("a", ASSIGNMENTS)
+def test_blank_scores_zero_everywhere(graded_class, a):
+    r = graded_class[1][f"blank/{a}"]
+    assert r["status"] == "ok", r
+    assert all(r["scores"][gid] == 0 for gid in r["tasks"]), r
+
+
+@pytest.mark.parametrize("a", ASSIGNMENTS)
+def test_every_mistake_is_caught_and_named(graded_class, a):
+    root, results, plan = graded_class
+    problems = []
+    for (student, assignment), planted in plan.items():
+        if assignment != a:
+            continue
+        r = results[f"{student}/{a}"]
+        html = open(os.path.join(root, "feedback", student, a, a + ".html"), encoding="utf-8").read()
+        for func, mistake in planted.items():
+            gid = f"{func}_test"
+            if r["scores"].get(gid, 0) >= r["max"][gid]:
+                problems.append(f"{mistake.name} ({func}) got full marks")
+            if mistake.name not in html:
+                problems.append(f"{mistake.name} ({func}) not named in the feedback")
+    assert not problems, problems
+
+
+def test_jobs_2_equals_jobs_1(tmp_path):
+    a = "ps04_step_by_step"
+    if a not in ASSIGNMENTS:
+        pytest.skip("no ps04")
+    src = nbformat.read(os.path.join(REPO, "solutions", a, a + ".ipynb"), as_version=4)
+    rel = nbformat.read(os.path.join(REPO, "exercises", a, a + ".ipynb"), as_version=4)
+    t = tasks_of(a)
+    csvs = []
+    for jobs in (1, 2):
+        root = tmp_path / f"j{jobs}"
+        shutil.copytree(os.path.join(REPO, "solutions", a), root / "solutions" / a)
+        for student, nb in (("ann", _fill(rel, _answers(src))), ("ben", rel),
+                            ("cy", _fill(rel, {**_answers(src), f"{t[2].func_name}_answer": t[2].mistakes[1].source}))):
+            d = root / "submitted" / student / a
+            d.mkdir(parents=True)
+            nbformat.write(nb, str(d / (a + ".ipynb")))
+        (root / "submitted" / "dee" / a).mkdir(parents=True)
+        grade(str(root), jobs=jobs, opts=OPTS, verbose=False)
+        csvs.append((root / "grades.csv").read_text())
+    assert csvs[0] == csvs[1]
+    rows = list(csv.DictReader(csvs[0].splitlines()))
+    assert [r["student"] for r in rows] == ["ann", "ben", "cy", "dee"]
+    assert rows[0]["total"] == rows[0]["max"] and rows[3]["status"] == "ungradable"
