@@ -1,0 +1,114 @@
+"""``make bench``: ratios measured side by side, written to bench/results.md with the machine's description.
+
+    python -m bench                 # every figure (about 15 minutes: it builds the book and grades a class)
+    python -m bench --quick         # smaller sizes, no book build, a small class
+    python -m bench --only blocked  # one figure (repeatable): sdpa, loop, banded, blocked, peak, feedback,
+                                    # book, grading
+
+The machine is shared and noisy, so every figure is a **ratio** of two things measured in the same
+run, in interleaved rounds (each round runs every contender once; the median per contender is kept):
+a burst of load from another process slows both sides of a ratio alike.  The few absolute figures
+(student feedback, book build) are wall times of one user-facing action.  No test ever asserts a
+time; tests/test_bench.py only checks the harness.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+
+
+@dataclass
+class Row:
+    """One line of the table: what was measured, the figure, the target and whether it was met."""
+
+    figure: str  # the figure's name, e.g. "numpy attention ÷ SDPA"
+    setting: str  # e.g. "n = 1024, d = 64, 1 thread"
+    measured: str  # the formatted measurement, e.g. "1.21×"
+    target: str = ""  # e.g. "≤ 1.5×"; empty when the figure is only reported
+    ok: bool | None = None  # True pass, False miss, None reported (no target) or skipped
+    note: str = ""  # e.g. the absolute times behind a ratio, or why a row was skipped
+
+    @property
+    def result(self) -> str:
+        if self.ok is None:
+            return "skipped" if self.measured == "—" else "reported"
+        return "pass" if self.ok else "miss"
+
+
+def ratio(x: float) -> str:
+    """A ratio as the table prints it: ``1.23×``."""
+    return f"{x:.2f}×"
+
+
+def skipped(figure: str, reason: str) -> Row:
+    return Row(figure, "", "—", "", None, reason)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def format_table(rows: list[Row]) -> str:
+    """The rows as one GitHub-flavoured markdown table."""
+    lines = ["| figure | setting | measured | target | result | notes |", "|---|---|---:|---|---|---|"]
+    for r in rows:
+        lines.append("| " + " | ".join(_cell(c) for c in (r.figure, r.setting, r.measured, r.target, r.result,
+                                                           r.note)) + " |")
+    return "\n".join(lines)
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (or platform.processor() elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_description() -> dict[str, str]:
+    """CPU, cores, load, library versions and the BLAS that NumPy uses (threadpoolctl)."""
+    import numpy as np
+    import threadpoolctl
+    import torch
+
+    blas = [f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture', '?')} kernel, "
+            f"{i.get('num_threads')} threads)" for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
+    try:
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        load = "unknown"
+    return {
+        "CPU": cpu_model(),
+        "cores (os.cpu_count)": str(os.cpu_count()),
+        "load average (1, 5, 15 min) at start": load,
+        "Python": platform.python_version(),
+        "NumPy": np.__version__,
+        "PyTorch": torch.__version__,
+        "NumPy BLAS (threadpoolctl)": "; ".join(blas) or "none found",
+        "PyTorch CPU capability": str(getattr(torch.backends.cpu, "get_cpu_capability", lambda: "?")()),
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(not set)"),
+    }
+
+
+def format_results(rows: list[Row], machine: dict[str, str], seconds: float, argv: list[str]) -> str:
+    """The whole bench/results.md: how it was run, the machine, the table."""
+    misses = sum(r.ok is False for r in rows)
+    passes = sum(r.ok is True for r in rows)
+    head = [
+        "# Benchmark results",
+        "",
+        f"`python -m bench {' '.join(argv)}`".replace(" `", "`") + f", {seconds:.0f} s. "
+        f"{passes} targets met, {misses} missed. Each ratio is measured side by side in the same run "
+        "(interleaved rounds, median); the machine is shared, so absolute times are only context.",
+        "",
+        "## Machine",
+        "",
+    ]
+    head += [f"- {k}: {v}" for k, v in machine.items()]
+    return "\n".join(head + ["", "## Figures", "", format_table(rows), ""])

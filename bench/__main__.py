@@ -1,0 +1,50 @@
+"""``python -m bench [--quick] [--only NAME ...] [--output PATH]``: see :mod:`bench`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+from . import Row, format_results, format_table, machine_description
+from .figures import FIGURES, QUICK_SKIPS, REPO
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(prog="python -m bench", description="ratios measured side by side")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, no book build, a small class")
+    p.add_argument("--only", action="append", choices=sorted(FIGURES), help="run only this figure (repeatable)")
+    p.add_argument("--output", default=os.path.join(REPO, "bench", "results.md"),
+                   help="where to write the table (default bench/results.md); '-' to print only")
+    args = p.parse_args(argv)
+    names = args.only or [n for n in FIGURES if not (args.quick and n in QUICK_SKIPS)]
+    machine = machine_description()
+    for k, v in machine.items():
+        print(f"{k}: {v}", flush=True)
+    rows: list[Row] = []
+    t_start = time.perf_counter()
+    for name in names:
+        t0 = time.perf_counter()
+        print(f"\n== {name} ...", flush=True)
+        try:
+            new = FIGURES[name](args.quick)
+        except Exception as exc:  # noqa: BLE001 - one broken figure must not lose the others
+            traceback.print_exc()
+            new = [Row(name, "", "—", "", None, f"failed: {type(exc).__name__}: {exc}")]
+        rows += new
+        print(format_table(new), flush=True)
+        print(f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    seconds = time.perf_counter() - t_start
+    print("\n" + format_table(rows))
+    if args.output != "-":
+        with open(args.output, "w") as f:
+            f.write(format_results(rows, machine, seconds, argv))
+        print(f"\nwritten to {os.path.relpath(args.output)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,353 @@
+"""The figures of ``make bench``: each function returns table rows (see :class:`bench.Row`)."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from attn_ref.attention import attend_one, scaled_dot_product_attention, self_attention
+from attn_ref.efficient import blocked_attention, compare_times, peak_bytes
+
+from . import Row, ratio, skipped
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+D = 64  # head dimension of every attention figure
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    """NumPy's BLAS (threadpoolctl) and PyTorch both on ``n`` threads."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        with threadpool_limits(n):
+            yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def _qkv(n: int, d: int = D, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((n, d)).astype(np.float32) for _ in range(3))  # (n, d) each
+
+
+def _sdpa_4d(q, k, v):
+    """torch's SDPA on (1, 1, n, d) views: the only form that takes the fused CPU kernel."""
+    import torch
+    import torch.nn.functional as F
+
+    tq, tk, tv = (torch.from_numpy(a)[None, None] for a in (q, k, v))  # (1, 1, n, d)
+    return lambda: F.scaled_dot_product_attention(tq, tk, tv)
+
+
+def _repeat(n: int) -> int:
+    return 15 if n <= 256 else 7 if n <= 1024 else 3 if n <= 4096 else 2
+
+
+def fig_sdpa(quick: bool, sizes: list[int] | None = None, thread_counts=(1, 2)) -> list[Row]:
+    """attn_ref's matrix form on pre-projected q, k, v against torch's fused SDPA."""
+    rows = []
+    sizes = sizes or ([256, 1024] if quick else [256, 1024, 4096])
+    for t in thread_counts:
+        with threads(t):
+            for n in sizes:
+                q, k, v = _qkv(n)
+                med = compare_times({"numpy": lambda q=q, k=k, v=v: scaled_dot_product_attention(q, k, v),
+                                     "torch": _sdpa_4d(q, k, v)}, repeat=_repeat(n))
+                r = med["numpy"] / med["torch"]
+                target = n == 1024
+                rows.append(Row("numpy attention ÷ SDPA", f"attn_ref.scaled_dot_product_attention, n = {n}, d = {D}, "
+                                f"float32, {t} thread{'s' if t > 1 else ''}", ratio(r), "≤ 1.5×" if target else "",
+                                (r <= 1.5) if target else None,
+                                f"{_ms(med['numpy'])} vs {_ms(med['torch'])} (SDPA 4-D, fused)"))
+    return rows
+
+
+def fig_loop(quick: bool) -> list[Row]:
+    """The lecture's per-query loop (attend_one for each i) against the matrix form."""
+    rows = []
+    rng = np.random.default_rng(1)
+    W = [rng.standard_normal((D, D)).astype(np.float32) for _ in range(3)]
+    with threads(1):
+        for n in [64, 128, 256] if quick else [64, 128, 256, 512, 1024]:
+            x = rng.standard_normal((n, D)).astype(np.float32)  # (n, d_in): rows; the loop reads columns a^i
+            a = np.ascontiguousarray(x.T)  # (d_in, n)
+
+            def loop(a=a, n=n):
+                return np.stack([attend_one(a, i, *W).b for i in range(n)])  # (n, d_v)
+
+            med = compare_times({"loop": loop, "matrix": lambda x=x: self_attention(x, *W)},
+                                repeat=3 if n <= 256 else 1, warmup=1 if n <= 256 else 0)
+            rows.append(Row("loop ÷ matrix form", f"attend_one for each i vs self_attention, n = {n}, d = {D}, "
+                            "1 thread", ratio(med["loop"] / med["matrix"]), "", None,
+                            f"{_ms(med['loop'])} vs {_ms(med['matrix'])}"))
+    return rows
+
+
+def fig_banded(quick: bool) -> list[Row]:
+    """Truncated attention (band width w = 64): time and peak memory as n grows 16-fold."""
+    try:
+        from attn_ref.local import banded_attention
+    except ImportError:
+        return [skipped("truncated attention growth", "attn_ref.local.banded_attention not present")]
+    w = 64
+    sizes = [1024, 2048, 4096] if quick else [1024, 2048, 4096, 8192, 16384]
+    times, peaks = {}, {}
+    with threads(1):
+        for n in sizes:
+            q, k, v = _qkv(n)
+            times[n] = compare_times({"band": lambda q=q, k=k, v=v: banded_attention(q, k, v, w)}, repeat=3)["band"]
+            peaks[n] = peak_bytes(banded_attention, q, k, v, w)
+    lo, hi = sizes[0], sizes[-1]
+    grow = hi // lo
+    t_ratio, m_ratio = times[hi] / times[lo], peaks[hi] / peaks[lo]
+    t_target = 20 * grow / 16  # 20x for 16x n, scaled in --quick
+    per = ", ".join(f"{n}: {_ms(times[n])}" for n in sizes)
+    return [
+        Row("truncated attention growth", f"banded_attention time, w = {w}, n {lo} → {hi} ({grow}× n), 1 thread",
+            ratio(t_ratio), f"≤ {t_target:.0f}×", t_ratio <= t_target, per),
+        Row("truncated attention growth", f"banded_attention peak memory, w = {w}, n {lo} → {hi} ({grow}× n)",
+            ratio(m_ratio), f"≤ {1.25 * grow:.0f}× (O(n·w))", m_ratio <= 1.25 * grow,
+            f"{peaks[hi] / 2**20:.1f} MiB at n = {hi}: {peaks[hi] / (hi * (2 * w + 1)):.1f} bytes per n·(2w+1)"),
+    ]
+
+
+def fig_blocked(quick: bool) -> list[Row]:
+    """blocked_attention (NumPy, online softmax) against torch's fused SDPA; GFLOP/s and peak memory."""
+    rows = []
+    sizes = [1024, 4096] if quick else [1024, 4096, 16384]
+    peaks = {}
+    for t in (1, 2):
+        with threads(t):
+            for n in sizes:
+                q, k, v = _qkv(n)
+                if n not in peaks:
+                    peaks[n] = peak_bytes(blocked_attention, q, k, v)
+                med = compare_times({"blocked": lambda q=q, k=k, v=v: blocked_attention(q, k, v),
+                                     "torch": _sdpa_4d(q, k, v)}, repeat=_repeat(n), warmup=1 if n <= 4096 else 0)
+                r = med["blocked"] / med["torch"]
+                target = n == 4096 and t == 1
+                flop = 4 * n * n * D  # the two products q k^T and p v
+                rows.append(Row("blocked_attention ÷ SDPA (4-D)", f"n = {n}, d = {D}, float32, {t} thread"
+                                f"{'s' if t > 1 else ''}", ratio(r), "≤ 1.3×" if target else "",
+                                (r <= 1.3) if target else None,
+                                f"{flop / med['blocked'] / 1e9:.1f} vs {flop / med['torch'] / 1e9:.1f} GFLOP/s; "
+                                f"blocked peak {peaks[n] / 2**20:.1f} MiB (n×n floats: {4 * n * n / 2**20:.0f} MiB)"))
+    return rows
+
+
+def fig_peak(quick: bool) -> list[Row]:
+    """Attention kernels' GFLOP/s against a large float32 matmul on the same machine (one thread)."""
+    import torch
+
+    m = 1024 if quick else 2048
+    rng = np.random.default_rng(2)
+    A, B = (rng.standard_normal((m, m)).astype(np.float32) for _ in range(2))
+    tA, tB = torch.from_numpy(A), torch.from_numpy(B)
+    n = 2048 if quick else 4096
+    q, k, v = _qkv(n)
+    with threads(1):
+        med = compare_times({"numpy matmul": lambda: A @ B, "torch matmul": lambda: tA @ tB,
+                             "SDPA 4-D (fused)": _sdpa_4d(q, k, v),
+                             "blocked_attention": lambda: blocked_attention(q, k, v),
+                             "attn_ref matrix form": lambda: scaled_dot_product_attention(q, k, v)}, repeat=3)
+    peak = max(2 * m**3 / med["numpy matmul"], 2 * m**3 / med["torch matmul"])
+    rows = [Row("share of the machine's peak", f"float32 matmul {m}×{m}×{m}, 1 thread (the reference)",
+                f"{peak / 1e9:.1f} GFLOP/s", "", None,
+                f"numpy {2 * m**3 / med['numpy matmul'] / 1e9:.1f}, torch {2 * m**3 / med['torch matmul'] / 1e9:.1f}")]
+    for name in ("SDPA 4-D (fused)", "blocked_attention", "attn_ref matrix form"):
+        gf = 4 * n * n * D / med[name]
+        rows.append(Row("share of the machine's peak", f"{name}, n = {n}, d = {D}, 1 thread", f"{100 * gf / peak:.0f}%",
+                        "", None, f"{gf / 1e9:.1f} GFLOP/s (counting the two products' 4n²d only)"))
+    return rows
+
+
+def fig_feedback(quick: bool) -> list[Row]:
+    """A student's feedback loop: a released notebook, answered, executed with nbclient."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from attn_ref.grading.demo import answers_of, with_answers
+
+    released = os.path.join(REPO, "exercises")
+    names = sorted(os.listdir(released)) if os.path.isdir(released) else []
+    name = "ps04_step_by_step" if "ps04_step_by_step" in names else (names[0] if names else None)
+    if name is None:
+        return [skipped("student feedback", "no released notebook under exercises/")]
+    release = nbformat.read(os.path.join(REPO, "exercises", name, name + ".ipynb"), as_version=4)
+    source = nbformat.read(os.path.join(REPO, "solutions", name, name + ".ipynb"), as_version=4)
+    answered = with_answers(release, answers_of(source))
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(2 if quick else 3):
+            nb = nbformat.from_dict(answered)
+            t0 = time.perf_counter()
+            NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": tmp}}).execute()
+            times.append(time.perf_counter() - t0)
+    t = float(np.median(times))
+    return [Row("student feedback", f"exercises/{name}, answered, run with nbclient: kernel start to last visible "
+                "test", f"{t:.2f} s", "≤ 2 s", t <= 2.0, f"median of {len(times)}")]
+
+
+def _cache_times(build_dir: str) -> dict[str, float]:
+    """Per-chapter execution seconds from the book build's jupyter-cache."""
+    from jupyter_cache import get_cache
+
+    out = {}
+    for path in glob.glob(os.path.join(build_dir, "**", ".jupyter_cache"), recursive=True):
+        for rec in get_cache(path).list_cache_records():
+            secs = (rec.data or {}).get("execution_seconds")
+            if secs is not None:
+                out[os.path.relpath(rec.uri, REPO)] = float(secs)
+    return out
+
+
+def fig_book(quick: bool) -> list[Row]:
+    """The book built cold (empty cache: every chapter executed) and warm (nothing changed)."""
+    jb = os.path.join(os.path.dirname(sys.executable), "jupyter-book")
+    if not os.path.exists(jb):
+        return [skipped("book build", "no jupyter-book next to this Python")]
+    tmp = tempfile.mkdtemp(prefix="bench-book-")
+    try:
+        cmd = [jb, "build", REPO, "--path-output", tmp, "-W", "-n", "--keep-going"]
+        env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0", PYDEVD_DISABLE_FILE_VALIDATION="1")
+        runs = {}
+        for kind in ("cold", "warm"):
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+            runs[kind] = (time.perf_counter() - t0, proc.returncode)
+        chapters = _cache_times(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = []
+    for kind, limit in (("cold", 300.0), ("warm", 10.0)):
+        secs, rc = runs[kind]
+        rows.append(Row("book build", f"{kind}: jupyter-book build -W -n --keep-going "
+                        f"({'empty cache, every chapter executed' if kind == 'cold' else 'nothing changed'})",
+                        f"{secs:.1f} s", f"≤ {limit:.0f} s", secs <= limit,
+                        "build succeeded" if rc == 0 else f"build exited with {rc} (warnings or errors)"))
+    if chapters:
+        slowest = max(chapters, key=chapters.get)
+        top = sorted(chapters.items(), key=lambda kv: -kv[1])[:3]
+        rows.append(Row("book build", f"slowest chapter execution of {len(chapters)} (jupyter-cache)",
+                        f"{chapters[slowest]:.1f} s", "≤ 60 s", chapters[slowest] <= 60,
+                        ", ".join(f"{os.path.basename(p)} {s:.1f} s" for p, s in top)))
+    else:
+        rows.append(skipped("book build", "no per-chapter execution times found in the build's jupyter-cache"))
+    return rows
+
+
+def build_class(root: str, assignments: list[str], n_students: int) -> int:
+    """A synthetic class in ``root``: every student hands in every assignment, odd students with a mistake."""
+    import nbformat
+
+    from attn_ref.grading.core import tasks_of
+    from attn_ref.grading.demo import answers_of, with_answers
+
+    count = 0
+    for a in assignments:
+        shutil.copytree(os.path.join(REPO, "solutions", a), os.path.join(root, "solutions", a))
+        source = nbformat.read(os.path.join(REPO, "solutions", a, a + ".ipynb"), as_version=4)
+        release = nbformat.read(os.path.join(REPO, "exercises", a, a + ".ipynb"), as_version=4)
+        solution = answers_of(source)
+        mistakes = [(t, mk) for t in tasks_of(a) for mk in t.mistakes]
+        for s in range(n_students):
+            answers = dict(solution)
+            if s % 2:
+                task, mistake = mistakes[(s // 2) % len(mistakes)]
+                answers[f"{task.func_name}_answer"] = mistake.source
+            d = os.path.join(root, "submitted", f"student_{s:02d}", a)
+            os.makedirs(d, exist_ok=True)
+            nbformat.write(with_answers(release, answers), os.path.join(d, a + ".ipynb"))
+            count += 1
+    return count
+
+
+def fig_grading(quick: bool) -> list[Row]:
+    """A synthetic class through ``python -m attn_ref.grading.autograde``, with 1 and 2 jobs, and bare nbclient."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    figure = "grading cost"
+    try:
+        import attn_ref.grading.autograde  # noqa: F401
+    except ImportError as exc:
+        return [skipped(figure, f"attn_ref.grading.autograde not importable ({exc})")]
+    wanted = ["ps04_step_by_step", "ps12_efficient"]
+    have = [a for a in wanted if os.path.isfile(os.path.join(REPO, "exercises", a, a + ".ipynb"))]
+    if len(have) < 2:
+        others = sorted(os.listdir(os.path.join(REPO, "exercises")))
+        have = (have + [a for a in others if a not in have])[:2]
+    n_students = 2 if quick else 10
+    tmp = tempfile.mkdtemp(prefix="bench-grading-")
+    try:
+        courses = {}
+        for jobs in (1, 2):
+            courses[jobs] = os.path.join(tmp, f"class_jobs{jobs}")
+            n_sub = build_class(courses[jobs], have, n_students)
+        wall = {}
+        for jobs in (1, 2):
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "attn_ref.grading.autograde", "--course", courses[jobs],
+                                   "--jobs", str(jobs)], cwd=REPO, capture_output=True, text=True)
+            wall[jobs] = time.perf_counter() - t0
+            if proc.returncode != 0:
+                return [skipped(figure, f"autograde --jobs {jobs} exited with {proc.returncode}: "
+                                f"{proc.stderr.strip().splitlines()[-1:] }")]
+        csvs = []
+        for jobs in (1, 2):
+            with open(os.path.join(courses[jobs], "grades.csv")) as f:
+                csvs.append(list(csv.reader(f)))
+        # bare execution: the submitted notebooks as they are, with nbclient (a sample of them)
+        subs = sorted(glob.glob(os.path.join(courses[1], "submitted", "*", "*", "*.ipynb")))
+        sample = subs[:: max(1, len(subs) // 4)][:4]
+        bare = []
+        for path in sample:
+            nb = nbformat.read(path, as_version=4)
+            t0 = time.perf_counter()
+            NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                           resources={"metadata": {"path": os.path.dirname(path)}}).execute()
+            bare.append(time.perf_counter() - t0)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    per_sub = wall[1] / n_sub
+    r_cost = per_sub / float(np.mean(bare))
+    r_jobs = wall[1] / wall[2]
+    same = csvs[0] == csvs[1]
+    return [
+        Row(figure, f"per submission, autograde --jobs 1 ÷ bare nbclient execution ({n_sub} submissions of "
+            f"{', '.join(have)}, half with a catalogued mistake)", ratio(r_cost), "≤ 1.5×", r_cost <= 1.5,
+            f"{per_sub:.1f} s per submission vs {np.mean(bare):.1f} s bare (mean of {len(bare)})"),
+        Row(figure, "speed-up, JOBS=1 ÷ JOBS=2, same class", ratio(r_jobs), "≥ 1.8× and identical grades.csv",
+            r_jobs >= 1.8 and same, f"{wall[1]:.0f} s vs {wall[2]:.0f} s; grades.csv "
+            f"{'identical' if same else 'DIFFERENT'} ({len(csvs[0]) - 1} rows)"),
+    ]
+
+
+FIGURES = {
+    "sdpa": fig_sdpa,
+    "loop": fig_loop,
+    "banded": fig_banded,
+    "blocked": fig_blocked,
+    "peak": fig_peak,
+    "feedback": fig_feedback,
+    "book": fig_book,
+    "grading": fig_grading,
+}
+QUICK_SKIPS = {"book"}  # minutes of work: only in the full run (or with --only book)

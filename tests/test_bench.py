@@ -1,0 +1,42 @@
+"""The bench harness: table formatting, machine description, one tiny figure (no timing is asserted)."""
+
+import numpy as np
+
+from attn_ref.efficient import compare_times, median_time, peak_bytes
+from bench import Row, format_results, format_table, machine_description, ratio, skipped
+from bench.figures import FIGURES, fig_sdpa
+
+
+def test_row_results_and_table():
+    rows = [Row("a ÷ b", "n = 4", ratio(1.234), "≤ 1.5×", True, "x | y"),
+            Row("c", "n = 8", ratio(2.0), "≤ 1.5×", False), Row("d", "n = 16", "3.0 s"), skipped("e", "not present")]
+    assert [r.result for r in rows] == ["pass", "miss", "reported", "skipped"]
+    table = format_table(rows).splitlines()
+    assert len(table) == 2 + len(rows)
+    assert table[2].startswith("| a ÷ b | n = 4 | 1.23× | ≤ 1.5× | pass |")
+    assert "x \\| y" in table[2]  # a pipe in a note does not split the row
+    assert all(line.count(" | ") == 5 for line in table[2:])
+
+
+def test_results_file_names_machine_and_counts():
+    machine = machine_description()
+    assert {"CPU", "NumPy", "PyTorch", "NumPy BLAS (threadpoolctl)"} <= set(machine)
+    text = format_results([Row("a", "s", "1.00×", "≤ 2×", True), Row("b", "s", "3.00×", "≤ 2×", False)], machine,
+                          12.0, ["--quick"])
+    assert "1 targets met, 1 missed" in text and machine["CPU"] in text and "| a | s | 1.00× |" in text
+
+
+def test_tiny_sdpa_figure_runs():
+    rows = fig_sdpa(True, sizes=[16], thread_counts=(1,))
+    assert len(rows) == 1 and rows[0].measured.endswith("×") and rows[0].result == "reported"
+    assert float(rows[0].measured.rstrip("×")) > 0
+    assert set(FIGURES) == {"sdpa", "loop", "banded", "blocked", "peak", "feedback", "book", "grading"}
+
+
+def test_timing_helpers_return_medians_and_peaks():
+    calls = []
+    med = compare_times({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeat=3, warmup=1)
+    assert calls == ["a", "b"] * 4  # interleaved rounds: warm-up, then three
+    assert set(med) == {"a", "b"} and all(t >= 0 for t in med.values())
+    assert median_time(lambda: None, repeat=3) >= 0
+    assert peak_bytes(lambda: np.ones(1 << 20)) >= 8 << 20  # 1 Mi float64 = 8 MiB, seen by tracemalloc
