@@ -10,6 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= 1
 PS ?=
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
