@@ -34,6 +34,19 @@ def band_valid(n: int, w: int) -> np.ndarray:
     return (j >= 0) & (j < n)
 
 
+def band_mask_view(n: int, w: int) -> np.ndarray:
+    """The boolean (n, n) band mask |i - j| <= w as a read-only strided view of 2n - 1 booleans.
+
+    Equal to :func:`attn_ref.attention.band_mask` but allocates O(n), not O(n^2): row i is the
+    slice ``pattern[n-1-i : 2n-1-i]`` of one 1-D pattern, so every row is the same memory shifted.
+    Useful to time full attention with a band mask without timing the mask's construction.
+    """
+    w = _check_w(w)
+    offsets = np.arange(-(n - 1), n)  # (2n-1,) = j - i for row i = n-1
+    pattern = np.abs(offsets) <= w  # (2n-1,)
+    return sliding_window_view(pattern, n)[::-1]  # (n, n): row i = pattern[n-1-i : 2n-1-i]
+
+
 def neighbour_windows(x: np.ndarray, w: int) -> np.ndarray:
     """The 2w + 1 neighbours of every position, as a strided view (no copy of the windows).
 

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_ref.attention import band_mask, scaled_dot_product_attention, self_attention
-from attn_ref.local import band_to_dense, band_valid, banded_attention
+from attn_ref.local import band_mask_view, band_to_dense, band_valid, banded_attention
 
 TOL = {np.float32: 1e-5, np.float64: 1e-10}
 
@@ -96,3 +96,14 @@ def test_measure_reports_the_peak_of_a_known_allocation():
     seconds, peak = measure(lambda n: np.ones(n), 1_000_000)
     assert 8_000_000 <= peak < 9_000_000
     assert seconds >= 0
+
+
+@pytest.mark.parametrize("n,w", [(1, 0), (5, 0), (7, 2), (6, 10), (64, 5)])
+def test_band_mask_view_equals_band_mask_in_linear_memory(n, w):
+    view = band_mask_view(n, w)
+    np.testing.assert_array_equal(view, band_mask(n, w))
+    base = view
+    while base.base is not None:
+        base = base.base
+    assert base.nbytes == 2 * n - 1  # one pattern of 2n - 1 booleans, not n^2
+    assert not view.flags.writeable
