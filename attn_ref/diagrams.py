@@ -311,7 +311,7 @@ def draw_query_panel(axes, a, i, W_q, W_k, W_v, *, scale=1.0):
     axes[1].set_xlabel("key $j$")
     axes[1].set_ylabel("weight")
     V = as_array(W_v, "W_v") @ as_array(a, "a")  # (2, n)
-    title = f"$b^{i + 1} = \\sum_j \\alpha'_{{{i + 1},j}} v^j$"
+    title = f"output $b^{i + 1}$: weighted sum of the $v^j$"
     draw_weighted_sum(axes[2], step.alpha_prime, V, query=i + 1, title=title)
     return step
 

@@ -104,3 +104,15 @@ def test_draw_query_panel_returns_attend_one():
     heights = [p.get_height() for p in axes[1].patches]
     np.testing.assert_allclose(heights, ref.alpha_prime, atol=1e-12)
     plt.close(fig)
+
+
+def test_lecture_example_scores_by_hand():
+    from attn_ref.examples import lecture_example
+
+    a, W_q, W_k, W_v = lecture_example()
+    assert a.shape == (3, 4) and W_q.shape == W_k.shape == W_v.shape == (2, 3)
+    # q^1 = W^q a^1 = (0, 1); k^j = W^k a^j; alpha_{1,j} = q^1 . k^j, worked out by hand
+    np.testing.assert_array_equal(W_q @ a[:, 0], [0.0, 1.0])
+    np.testing.assert_array_equal(attend_one(a, 0, W_q, W_k, W_v, scale=1.0).alpha, [1.0, 2.0, 0.0, -1.0])
+    a[0, 0] = 99.0  # a fresh copy each call
+    assert lecture_example().a[0, 0] == 1.0
