@@ -12,7 +12,6 @@ JOBS ?= 1
 PS ?=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: all book test lint pytest browser grade grade-demo release bench clean

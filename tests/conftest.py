@@ -1,5 +1,9 @@
 """Shared fixtures. Tolerances of the project: 1e-5 for float32, 1e-10 for float64."""
 
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # tests draw figures without a screen; the book keeps inline
+
 import numpy as np
 import pytest
 
