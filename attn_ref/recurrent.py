@@ -120,22 +120,31 @@ def dependency_graph(kind: str, n: int, k: int = 3, n_layers: int | None = None)
     return nodes, edges
 
 
-def shortest_path_length(edges, source, target) -> int | float:
-    """Breadth-first search on directed ``edges``: the number of edges from ``source`` to ``target`` (inf if none)."""
+def shortest_path(edges, source, target) -> list | None:
+    """Breadth-first search on directed ``edges``: the nodes of a shortest path source -> target (None if none)."""
     out: dict = {}
     for a, b in edges:
         out.setdefault(a, []).append(b)
-    dist = {source: 0}
+    parent = {source: None}
     queue = deque([source])
     while queue:
         node = queue.popleft()
         if node == target:
-            return dist[node]
+            path = [node]
+            while parent[path[-1]] is not None:
+                path.append(parent[path[-1]])
+            return path[::-1]
         for nxt in out.get(node, []):
-            if nxt not in dist:
-                dist[nxt] = dist[node] + 1
+            if nxt not in parent:
+                parent[nxt] = node
                 queue.append(nxt)
-    return math.inf
+    return None
+
+
+def shortest_path_length(edges, source, target) -> int | float:
+    """The number of edges on a shortest path from ``source`` to ``target`` (inf if there is none)."""
+    path = shortest_path(edges, source, target)
+    return math.inf if path is None else len(path) - 1
 
 
 def first_token_batch(rng: np.random.Generator, batch_size: int, n: int = 40, vocab: int = 8):
