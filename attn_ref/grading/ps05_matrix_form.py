@@ -1,0 +1,247 @@
+"""Catalogue of ps05_matrix_form: self-attention as matrix products, in both layouts.
+
+Practises the chapter "Matrix form" (并行化处理): in the lecture's column layout I (d_in, n) holds
+a^1..a^n as columns, Q = W^q I, K = W^k I, V = W^v I, A = K^T Q (scaled by 1/sqrt(d_k)),
+A' = softmax of each column, O = V A'; in PyTorch's row layout X (..., n, d_in),
+softmax(Q K^T / sqrt(d_k)) V with Q = X W_q^T.  Weights have nn.Linear's shape (d_out, d_in).
+References: :func:`attn_ref.attention.self_attention_columns`, :func:`attn_ref.attention.self_attention`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import self_attention, self_attention_columns
+from ..softmax import softmax
+from .core import Mistake, Task
+
+ASSIGNMENT = "ps05_matrix_form"
+EXAMPLE = '''# The running example of the book (chapters "Self-attention step by step" and "Matrix form"):
+# four input vectors a^1..a^4, the columns of I; d_in = 3, d_k = d_v = 2.
+I = np.array([[1.0, 2.0, 0.0, -1.0],
+              [-1.0, 1.0, -1.0, -1.0],
+              [0.0, 0.0, 2.0, 0.0]])  # (d_in=3, n=4)
+W_q = np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])  # (d_k=2, d_in=3)
+W_k = np.array([[-1.0, 1.0, -1.0], [1.0, 0.0, 0.0]])  # (d_k=2, d_in=3)
+W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
+'''
+#: The notebook's setup cell: the imports and the running example (same numbers as attn_ref.examples).
+SETUP = "import numpy as np\n\n" + EXAMPLE
+
+
+def _weights(rng, d_in, d_k, d_v):
+    return (rng.standard_normal((d_k, d_in)), rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in)))
+
+
+# --- task 1: Q, K, V ----------------------------------------------------------------------------
+
+def _ref_project(I, W_q, W_k, W_v):
+    I = np.asarray(I, dtype=float)
+    return (W_q @ I, W_k @ I, W_v @ I)
+
+
+def _cases_project(rng):
+    # The first case is square (d_in = d_k = d_v = n) so that every catalogued mistake still runs and is named.
+    cases = [(rng.standard_normal((3, 3)), *_weights(rng, 3, 3, 3))]
+    for d_in, d_k, d_v, n in [(4, 3, 2, 5), (2, 2, 3, 1), (5, 4, 6, 7)]:
+        cases.append((rng.standard_normal((d_in, n)), *_weights(rng, d_in, d_k, d_v)))
+    return cases
+
+
+PROJECT_SOLUTION = '''def project(I, W_q, W_k, W_v):
+    """Q = W^q I, K = W^k I, V = W^v I. I: (d_in, n) -> ((d_k, n), (d_k, n), (d_v, n))."""
+    ### BEGIN SOLUTION
+    Q = W_q @ I  # (d_k, n): column i is q^i
+    K = W_k @ I  # (d_k, n): column i is k^i
+    V = W_v @ I  # (d_v, n): column i is v^i
+    return Q, K, V
+    ### END SOLUTION
+'''
+
+PROJECT_MISTAKES = (
+    Mistake("row_layout", "the result is in the row layout (I^T W^T, one vector per row); this task uses the "
+            "lecture's columns: Q = W^q I has shape (d_k, n)",
+            '''def project(I, W_q, W_k, W_v):
+    return I.T @ W_q.T, I.T @ W_k.T, I.T @ W_v.T
+'''),
+    Mistake("wq_wk_swapped", "W^q and W^k were swapped: Q = W^q I and K = W^k I",
+            '''def project(I, W_q, W_k, W_v):
+    return W_k @ I, W_q @ I, W_v @ I
+'''),
+    Mistake("weights_transposed", "the weights were used transposed (W^T I); W has shape (d_out, d_in), "
+            "so Q = W^q I",
+            '''def project(I, W_q, W_k, W_v):
+    return W_q.T @ I, W_k.T @ I, W_v.T @ I
+'''),
+)
+
+
+# --- task 2: A' ---------------------------------------------------------------------------------
+
+def _ref_attention_matrix(K, Q):
+    K, Q = np.asarray(K, dtype=float), np.asarray(Q, dtype=float)
+    return softmax((K.T @ Q) / np.sqrt(K.shape[0]), axis=0)
+
+
+def _cases_attention_matrix(rng):
+    cases = [(rng.standard_normal((4, 5)), rng.standard_normal((4, 5)))]  # d_k = 4, n = 5
+    for d_k, n in [(9, 3), (2, 1), (16, 6)]:
+        cases.append((rng.standard_normal((d_k, n)), rng.standard_normal((d_k, n))))
+    cases.append((60.0 * rng.standard_normal((4, 4)), 60.0 * rng.standard_normal((4, 4))))  # scores ~ 1e4
+    return cases
+
+
+ATTENTION_MATRIX_SOLUTION = '''def attention_matrix(K, Q):
+    """A' = softmax of each column of K^T Q / sqrt(d_k). K, Q: (d_k, n) -> (n, n), columns sum to 1."""
+    ### BEGIN SOLUTION
+    A = K.T @ Q / np.sqrt(K.shape[0])  # (n, n): A[j, i] = k^j . q^i / sqrt(d_k)
+    e = np.exp(A - A.max(axis=0, keepdims=True))  # stable: subtract each column's max
+    return e / e.sum(axis=0, keepdims=True)  # each column (one query) sums to 1
+    ### END SOLUTION
+'''
+
+
+def _col_softmax_mistake(expr: str, axis: int = 0) -> str:
+    return f'''def attention_matrix(K, Q):
+    A = {expr}
+    e = np.exp(A - A.max(axis={axis}, keepdims=True))
+    return e / e.sum(axis={axis}, keepdims=True)
+'''
+
+
+ATTENTION_MATRIX_MISTAKES = (
+    Mistake("softmax_wrong_axis", "the softmax ran along each row; in the column layout each column of A "
+            "(one query's scores) is normalised, so the columns of A' sum to 1",
+            _col_softmax_mistake("K.T @ Q / np.sqrt(K.shape[0])", axis=1)),
+    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
+            _col_softmax_mistake("K.T @ Q")),
+    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
+            _col_softmax_mistake("K.T @ Q / K.shape[0]")),
+    Mistake("qt_k", "A was computed as Q^T K; the lecture's A = K^T Q puts query i's scores in column i",
+            _col_softmax_mistake("Q.T @ K / np.sqrt(K.shape[0])")),
+)
+
+
+# --- task 3: the whole layer, columns -----------------------------------------------------------
+
+def _ref_columns(I, W_q, W_k, W_v):
+    return self_attention_columns(np.asarray(I, dtype=float), W_q, W_k, W_v)
+
+
+def _cases_columns(rng):
+    cases = []
+    for d_in, d_k, d_v, n in [(3, 3, 3, 4), (4, 2, 5, 6), (2, 3, 2, 1), (5, 8, 3, 7)]:
+        cases.append((rng.standard_normal((d_in, n)), *_weights(rng, d_in, d_k, d_v)))
+    return cases
+
+
+COLUMNS_SOLUTION = '''def self_attention_columns(I, W_q, W_k, W_v):
+    """O = V A', A' = column softmax of K^T Q / sqrt(d_k). I: (d_in, n) -> (O (d_v, n), A' (n, n))."""
+    ### BEGIN SOLUTION
+    Q, K, V = W_q @ I, W_k @ I, W_v @ I  # (d_k, n), (d_k, n), (d_v, n)
+    A = K.T @ Q / np.sqrt(W_q.shape[0])  # (n, n)
+    e = np.exp(A - A.max(axis=0, keepdims=True))
+    A_prime = e / e.sum(axis=0, keepdims=True)  # (n, n), columns sum to 1
+    O = V @ A_prime  # (d_v, n) x (n, n) -> (d_v, n)
+    return O, A_prime
+    ### END SOLUTION
+'''
+
+
+def _columns_mistake(scores: str, axis: int = 0, out: str = "V @ A_prime") -> str:
+    return f'''def self_attention_columns(I, W_q, W_k, W_v):
+    Q, K, V = W_q @ I, W_k @ I, W_v @ I
+    A = {scores}
+    e = np.exp(A - A.max(axis={axis}, keepdims=True))
+    A_prime = e / e.sum(axis={axis}, keepdims=True)
+    return {out}, A_prime
+'''
+
+
+COLUMNS_MISTAKES = (
+    Mistake("qt_k", "A was computed as Q^T K (the same as swapping W^q and W^k); the lecture's A = K^T Q "
+            "puts query i's scores in column i",
+            _columns_mistake("Q.T @ K / np.sqrt(W_q.shape[0])")),
+    Mistake("softmax_wrong_axis", "the softmax ran along each row of A; each column (one query) must sum to 1",
+            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", axis=1)),
+    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
+            _columns_mistake("K.T @ Q")),
+    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
+            _columns_mistake("K.T @ Q / W_q.shape[0]")),
+    Mistake("a_prime_transposed", "the output used A' transposed (O = V A'^T); column i of O = V A' is "
+            "b^i = sum_j alpha'_{i,j} v^j",
+            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", out="V @ A_prime.T")),
+)
+
+
+# --- task 4: the whole layer, rows, with batch dimensions ---------------------------------------
+
+def _ref_rows(X, W_q, W_k, W_v):
+    return self_attention(np.asarray(X, dtype=float), W_q, W_k, W_v)
+
+
+def _cases_rows(rng):
+    cases = []
+    # First case square (d_in = d_k = d_v) and unbatched, so that every mistake runs and is named.
+    for batch, n, d_in, d_k, d_v in [((), 4, 3, 3, 3), ((2,), 5, 4, 2, 3), ((2, 3), 3, 2, 4, 5), ((), 1, 3, 2, 2),
+                                     ((3,), 6, 5, 8, 4)]:
+        cases.append((rng.standard_normal((*batch, n, d_in)), *_weights(rng, d_in, d_k, d_v)))
+    return cases
+
+
+ROWS_SOLUTION = '''def self_attention_rows(X, W_q, W_k, W_v):
+    """softmax(Q K^T / sqrt(d_k)) V with Q = X W_q^T. X: (..., n, d_in) -> (out (..., n, d_v), weights (..., n, n))."""
+    ### BEGIN SOLUTION
+    Q = X @ W_q.T  # (..., n, d_k)
+    K = X @ W_k.T  # (..., n, d_k)
+    V = X @ W_v.T  # (..., n, d_v)
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(W_q.shape[0])  # (..., n, n)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)  # each row (one query) sums to 1
+    return weights @ V, weights  # (..., n, d_v), (..., n, n)
+    ### END SOLUTION
+'''
+
+
+def _rows_mistake(q="X @ W_q.T", k="X @ W_k.T", v="X @ W_v.T", scale="/ np.sqrt(W_q.shape[0])", axis=-1):
+    return f'''def self_attention_rows(X, W_q, W_k, W_v):
+    Q, K, V = {q}, {k}, {v}
+    s = Q @ np.swapaxes(K, -1, -2) {scale}
+    e = np.exp(s - s.max(axis={axis}, keepdims=True))
+    w = e / e.sum(axis={axis}, keepdims=True)
+    return w @ V, w
+'''
+
+
+ROWS_MISTAKES = (
+    Mistake("softmax_wrong_axis", "the softmax ran over the queries (axis -2); in the row layout each row "
+            "(one query) is normalised: axis=-1", _rows_mistake(axis=-2)),
+    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): softmax(Q K^T / sqrt(d_k))",
+            _rows_mistake(scale="")),
+    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
+            _rows_mistake(scale="/ W_q.shape[0]")),
+    Mistake("wq_wk_swapped", "W_q and W_k were swapped: Q = X W_q^T, K = X W_k^T",
+            _rows_mistake(q="X @ W_k.T", k="X @ W_q.T")),
+    Mistake("weights_not_transposed", "the weights were applied without transposing (X W); W has nn.Linear's "
+            "shape (d_out, d_in), so Q = X W_q^T", _rows_mistake(q="X @ W_q", k="X @ W_k", v="X @ W_v")),
+)
+
+
+TASKS = [
+    Task(ASSIGNMENT, "project", _ref_project, _cases_project, PROJECT_MISTAKES, setup=SETUP,
+         description="Q = W^q I, K = W^k I, V = W^v I in the column layout"),
+    Task(ASSIGNMENT, "attention_matrix", _ref_attention_matrix, _cases_attention_matrix,
+         ATTENTION_MATRIX_MISTAKES, setup=SETUP, description="A' = column softmax of K^T Q / sqrt(d_k)"),
+    Task(ASSIGNMENT, "self_attention_columns", _ref_columns, _cases_columns, COLUMNS_MISTAKES, setup=SETUP,
+         description="(O, A') of the whole layer in the column layout"),
+    Task(ASSIGNMENT, "self_attention_rows", _ref_rows, _cases_rows, ROWS_MISTAKES, setup=SETUP,
+         description="(out, weights) in the row layout, with batch dimensions"),
+]
+
+#: The solution of each task's answer cell, as it appears in the source notebook.
+SOLUTIONS = {
+    "project": PROJECT_SOLUTION,
+    "attention_matrix": ATTENTION_MATRIX_SOLUTION,
+    "self_attention_columns": COLUMNS_SOLUTION,
+    "self_attention_rows": ROWS_SOLUTION,
+}
