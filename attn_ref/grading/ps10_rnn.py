@@ -1,0 +1,233 @@
+"""Catalogue of ps10_rnn: a recurrent network step by step, self-attention all at once, path lengths.
+
+Practises the chapter "Self-attention vs RNN" (RNN 比较): the vanilla RNN
+h_t = tanh(W_xh x_t + W_hh h_{t-1} + b) as a loop of n sequential steps; self-attention computing
+every position at once (row layout, 1/sqrt(d_k)); the maximum path length of Vaswani et al.
+(2017), Table 1, as the number of layers or steps from x_1 to y_n.
+References: :func:`attn_ref.recurrent.rnn_forward`, :func:`attn_ref.attention.self_attention`,
+:func:`attn_ref.recurrent.path_length`.
+"""
+
+from __future__ import annotations
+
+from ..attention import self_attention
+from ..recurrent import path_length as _path_length
+from ..recurrent import rnn_forward as _rnn_forward
+from .core import Mistake, Task
+
+ASSIGNMENT = "ps10_rnn"
+SETUP = "import numpy as np"
+
+
+# --- task 1: the RNN loop --------------------------------------------------------------------------
+
+def _ref_rnn(x, W_xh, W_hh, b):
+    return _rnn_forward(x, W_xh, W_hh, b)
+
+
+def _cases_rnn(rng):
+    cases = []
+    for n, d_in, d_h in [(6, 3, 4), (1, 2, 3), (10, 4, 4), (5, 1, 2), (12, 5, 3)]:
+        cases.append((rng.standard_normal((n, d_in)), 0.8 * rng.standard_normal((d_h, d_in)),
+                      0.8 * rng.standard_normal((d_h, d_h)), 0.5 * rng.standard_normal(d_h)))
+    return cases
+
+
+RNN_SOLUTION = '''def rnn_forward(x, W_xh, W_hh, b):
+    """h_t = tanh(W_xh x_t + W_hh h_{t-1} + b), h_0 = 0. x: (n, d_in) -> (n, d_h), row t = h_t."""
+    ### BEGIN SOLUTION
+    n = x.shape[0]
+    d_h = W_xh.shape[0]
+    h = np.zeros(d_h)
+    H = np.zeros((n, d_h))
+    for t in range(n):  # n sequential steps
+        h = np.tanh(W_xh @ x[t] + W_hh @ h + b)  # (d_h,)
+        H[t] = h
+    return H
+    ### END SOLUTION
+'''
+
+
+def _rnn_mistake(step: str, store: str = "    H[t] = h\n") -> str:
+    return '''def rnn_forward(x, W_xh, W_hh, b):
+    n = x.shape[0]
+    h = np.zeros(W_xh.shape[0])
+    H = np.zeros((n, W_xh.shape[0]))
+    for t in range(n):
+''' + step + "    " + store + "    return H\n"
+
+
+RNN_MISTAKES = (
+    Mistake("state_not_carried", "the hidden state was reset to zero at every step, so h_t only saw x_t; the "
+            "memory h_{t-1} of the previous step must enter h_t",
+            _rnn_mistake("        h = np.tanh(W_xh @ x[t] + W_hh @ np.zeros_like(h) + b)\n")),
+    Mistake("W_hh_transposed", "W_hh was transposed: the new state is W_hh @ h_{t-1}, not h_{t-1} @ W_hh "
+            "(= W_hh^T h_{t-1})",
+            _rnn_mistake("        h = np.tanh(W_xh @ x[t] + W_hh.T @ h + b)\n")),
+    Mistake("tanh_forgotten", "the tanh was forgotten: h_t = tanh(W_xh x_t + W_hh h_{t-1} + b)",
+            _rnn_mistake("        h = W_xh @ x[t] + W_hh @ h + b\n")),
+    Mistake("states_shifted", "row t holds h_{t-1} instead of h_t (the state was stored before the update): "
+            "row 0 must be h_1, the state after reading x_1",
+            '''def rnn_forward(x, W_xh, W_hh, b):
+    n = x.shape[0]
+    h = np.zeros(W_xh.shape[0])
+    H = np.zeros((n, W_xh.shape[0]))
+    for t in range(n):
+        H[t] = h
+        h = np.tanh(W_xh @ x[t] + W_hh @ h + b)
+    return H
+'''),
+)
+
+
+# --- task 2: self-attention, all positions at once ------------------------------------------------
+
+def _ref_attention(x, W_q, W_k, W_v):
+    return self_attention(x, W_q, W_k, W_v)[0]
+
+
+def _cases_attention(rng):
+    cases = []
+    for n, d_in, d_k, d_v in [(5, 4, 3, 2), (1, 3, 2, 2), (8, 2, 4, 5), (6, 6, 6, 6)]:
+        cases.append((rng.standard_normal((n, d_in)), rng.standard_normal((d_k, d_in)),
+                      rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in))))
+    # large scores: exp overflows unless the row maximum is subtracted
+    cases.append((30 * rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal((3, 3)),
+                  rng.standard_normal((2, 3))))
+    return cases
+
+
+ATTENTION_SOLUTION = '''def attention_all(x, W_q, W_k, W_v):
+    """softmax(Q K^T / sqrt(d_k)) V for all positions at once. x: (n, d_in) -> (n, d_v)."""
+    ### BEGIN SOLUTION
+    Q, K, V = x @ W_q.T, x @ W_k.T, x @ W_v.T  # (n, d_k), (n, d_k), (n, d_v)
+    scores = Q @ K.T / np.sqrt(Q.shape[1])  # (n, n): row i = query i
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights = e / e.sum(axis=1, keepdims=True)  # each row sums to 1
+    return weights @ V  # (n, d_v)
+    ### END SOLUTION
+'''
+
+
+def _attention_mistake(body: str) -> str:
+    return '''def attention_all(x, W_q, W_k, W_v):
+    Q, K, V = x @ W_q.T, x @ W_k.T, x @ W_v.T
+    n, d_k = Q.shape
+''' + body
+
+
+ATTENTION_MISTAKES = (
+    Mistake("softmax_wrong_axis", "the softmax normalised each column (over the queries); query i's weights "
+            "over the keys j (row i) must sum to 1",
+            _attention_mistake('''    s = Q @ K.T / np.sqrt(d_k)
+    e = np.exp(s - s.max(axis=0, keepdims=True))
+    return (e / e.sum(axis=0, keepdims=True)) @ V
+''')),
+    Mistake("no_scaling", "the scores were not divided by sqrt(d_k)",
+            _attention_mistake('''    s = Q @ K.T
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)) @ V
+''')),
+    Mistake("left_context_only", "each position attended only to itself and the positions before it, like a "
+            "left-to-right RNN; self-attention sees the whole sequence, both sides",
+            _attention_mistake('''    s = Q @ K.T / np.sqrt(d_k)
+    s = np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)) @ V
+''')),
+    Mistake("W_q_W_k_swapped", "W_q and W_k were swapped: the queries are x W_q^T and the keys x W_k^T",
+            '''def attention_all(x, W_q, W_k, W_v):
+    Q, K, V = x @ W_k.T, x @ W_q.T, x @ W_v.T
+    s = Q @ K.T / np.sqrt(Q.shape[1])
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)) @ V
+'''),
+)
+
+
+# --- task 3: maximum path length --------------------------------------------------------------------
+
+def _ref_path_length(kind, n, k=3):
+    return _path_length(kind, n, k)
+
+
+def _cases_path(rng):
+    return [("attention", 7, 3), ("recurrent", 10, 3), ("recurrent", 1, 3), ("conv", 6, 4), ("conv", 9, 3),
+            ("conv", 10, 4), ("conv", 8, 3), ("dilated_conv", 10, 3), ("dilated_conv", 9, 3), ("dilated_conv", 1, 2),
+            ("conv", 1, 3), ("attention", 1, 2), ("dilated_conv", int(rng.integers(20, 200)), 2),
+            ("conv", int(rng.integers(20, 200)), 5)]
+
+
+PATH_SOLUTION = '''def path_length(kind, n, k=3):
+    """Layers or steps on the shortest path from x_1 to y_n. kind: str, n >= 1, k >= 2 -> int."""
+    ### BEGIN SOLUTION
+    if kind == "attention":
+        return 1
+    if kind == "recurrent":
+        return n
+    if kind == "conv":
+        return max(1, -(-(n - 1) // (k - 1)))  # ceil((n - 1) / (k - 1))
+    if kind == "dilated_conv":
+        L = 0
+        while k**L < n:  # ceil(log_k n) in integers
+            L += 1
+        return max(1, L)
+    raise ValueError(kind)
+    ### END SOLUTION
+'''
+
+
+def _path_mistake(recurrent="n", conv="max(1, -(-(n - 1) // (k - 1)))", dilated=None) -> str:
+    dilated = dilated or '''L = 0
+        while k**L < n:
+            L += 1
+        return max(1, L)'''
+    return f'''def path_length(kind, n, k=3):
+    if kind == "attention":
+        return 1
+    if kind == "recurrent":
+        return {recurrent}
+    if kind == "conv":
+        return {conv}
+    if kind == "dilated_conv":
+        {dilated}
+'''
+
+
+PATH_MISTAKES = (
+    Mistake("recurrent_off_by_one", "the RNN's path was counted as n - 1 (only the h_{t-1} -> h_t steps); the "
+            "step x_1 -> h_1 is on the path too: x_1 -> h_1 -> ... -> h_n is n steps",
+            _path_mistake(recurrent="n - 1")),
+    Mistake("conv_divides_by_k", "each convolution layer was taken to reach k positions further; a kernel of "
+            "width k reaches k - 1 positions further back (it also covers the position itself)",
+            _path_mistake(conv="max(1, -(-(n - 1) // k))")),
+    Mistake("conv_rounded_down", "the number of convolution layers was rounded down; a partial layer is still "
+            "a layer: ceil((n - 1) / (k - 1))",
+            _path_mistake(conv="max(1, (n - 1) // (k - 1))")),
+    Mistake("dilated_log2", "the dilated convolution used log base 2 whatever k is; with dilations 1, k, k^2, ... "
+            "the receptive field after L layers is k^L, so L = ceil(log_k n)",
+            _path_mistake(dilated="return max(1, int(np.ceil(np.log2(n))))")),
+    Mistake("zero_layers_for_n1", "with n = 1 a convolution still needs one layer between x_1 and y_1 "
+            "(the path length is at least 1)",
+            _path_mistake(conv="-(-(n - 1) // (k - 1))", dilated='''L = 0
+        while k**L < n:
+            L += 1
+        return L''')),
+)
+
+
+TASKS = [
+    Task(ASSIGNMENT, "rnn_forward", _ref_rnn, _cases_rnn, RNN_MISTAKES, setup=SETUP,
+         description="the vanilla RNN, one step at a time"),
+    Task(ASSIGNMENT, "attention_all", _ref_attention, _cases_attention, ATTENTION_MISTAKES, setup=SETUP,
+         description="self-attention over all positions at once"),
+    Task(ASSIGNMENT, "path_length", _ref_path_length, _cases_path, PATH_MISTAKES, setup=SETUP,
+         description="the maximum path length of Vaswani et al., Table 1"),
+]
+
+#: The solution of each task's answer cell, as it appears in the source notebook.
+SOLUTIONS = {
+    "rnn_forward": RNN_SOLUTION,
+    "attention_all": ATTENTION_SOLUTION,
+    "path_length": PATH_SOLUTION,
+}
