@@ -180,5 +180,4 @@ def band_mask(n: int, w: int) -> np.ndarray:
     """Boolean (n, n) mask, True where |i - j| <= w (truncated self-attention of width w each side)."""
     if w < 0:
         raise ValueError(f"w: expected a half-width >= 0, got {w}")
-    idx = np.arange(n)
-    return np.abs(idx[:, None] - idx[None, :]) <= w
+    return np.tri(n, n, w, dtype=bool) & ~np.tri(n, n, -w - 1, dtype=bool)  # j <= i + w and j >= i - w

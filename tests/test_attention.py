@@ -125,6 +125,12 @@ def test_permuting_rows_permutes_output(n, seed):
     np.testing.assert_allclose(w_p, w[perm][:, perm], atol=1e-10)
 
 
+@pytest.mark.parametrize("n, w", [(1, 0), (6, 0), (6, 2), (5, 9)])
+def test_band_mask_is_the_definition(n, w):
+    i = np.arange(n)
+    np.testing.assert_array_equal(ar.band_mask(n, w), np.abs(i[:, None] - i[None, :]) <= w)
+
+
 def test_band_and_causal_masks():
     b = ar.band_mask(5, 1)
     assert b.dtype == bool and b[2, 1] and b[2, 3] and not b[2, 0] and b.sum() == 13
