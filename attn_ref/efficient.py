@@ -20,8 +20,10 @@ time, memory O(n * block) instead of O(n^2).  The attention weights are never fo
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -71,19 +73,27 @@ def _blocks(n: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, min(start + size, n)
 
 
-def _attention_2d(q, k, v, mask, causal: bool, block_q: int, block_k: int, out) -> None:
-    """One (n_q, d) x (n_k, d) x (n_k, d_v) attention into ``out`` (n_q, d_v); q already scaled."""
-    n_q, n_k, d_v = q.shape[0], k.shape[0], v.shape[1]
+def _with_ones(v: np.ndarray, dtype) -> np.ndarray:
+    """v (n_k, d_v) with a column of ones appended (n_k, d_v + 1): the product that accumulates
+    sum_j p_j v^j then also gives the running sum l = sum_j p_j, with no pass of its own."""
+    v1 = np.empty((v.shape[0], v.shape[1] + 1), dtype=dtype)
+    v1[:, :-1] = v
+    v1[:, -1] = 1
+    return v1
+
+
+def _attention_rows(q, k, v1, mask, causal: bool, row_blocks, block_q: int, block_k: int, out) -> None:
+    """Attention of the query blocks ``row_blocks`` [(i0, i1), ...] into ``out`` (n_q, d_v); q already scaled.
+
+    q: (n_q, d_k), k: (n_k, d_k), v1: (n_k, d_v + 1) from :func:`_with_ones`; mask: (n_q, n_k) or None.
+    """
+    n_k, d_v = k.shape[0], v1.shape[1] - 1
     dtype = out.dtype
     k_t = k.T  # (d_k, n_k), a view: BLAS reads the transpose
-    # v with a column of ones: the same product that accumulates sum_j p_j v^j also gives l = sum_j p_j.
-    v1 = np.empty((n_k, d_v + 1), dtype=dtype)
-    v1[:, :d_v] = v
-    v1[:, d_v] = 1
     scores = np.empty((block_q, block_k), dtype=dtype)  # the only score tile that ever exists
     tile_out = np.empty((block_q, d_v + 1), dtype=dtype)
     neg_inf = dtype.type(-np.inf)
-    for i0, i1 in _blocks(n_q, block_q):
+    for i0, i1 in row_blocks:
         r = i1 - i0
         m = np.full((r, 1), neg_inf, dtype=dtype)  # running maximum per query
         acc = np.zeros((r, d_v + 1), dtype=dtype)  # unnormalised output | running sum l
@@ -127,7 +137,9 @@ def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int
     (default ``min(block, 256)``).
     Returns the output (..., n_q, d_v) only: the weights are never formed.  A query that
     may attend to no key gets a zero output.  The dtype of the inputs is kept (float32
-    stays float32): peak memory O((n_q + n_k) * d + block_q * block).
+    stays float32): peak memory O((n_q + n_k) * d + block_q * block) per thread.
+    For large inputs the query blocks are shared among as many Python threads as NumPy's BLAS
+    may use (``threadpoolctl.threadpool_limits`` sets that), each running BLAS on one thread.
     """
     q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
     check_min_ndim(q, "q", 2, "(..., n_q, d_k)")
@@ -164,10 +176,38 @@ def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int
     out = np.empty((*batch, n_q, d_v), dtype=dtype)
     bq = min(block, 256) if block_q is None else block_q
     bq, bk = max(1, min(bq, n_q)), max(1, min(block, n_k))
-    for idx in np.ndindex(*batch):
-        q_scaled = np.multiply(q[idx], dtype.type(s), dtype=dtype)  # (n_q, d_k), scaled once
-        _attention_2d(q_scaled, k[idx], v[idx], None if mask is None else mask[idx], causal, bq, bk, out[idx])
+    row_blocks = list(_blocks(n_q, bq))
+    big = n_q * n_k * math.prod(batch) >= 1 << 20
+    workers, one_blas_thread = _workers_and_limiter(len(row_blocks)) if big else (1, contextlib.nullcontext())
+    with one_blas_thread, ThreadPoolExecutor(workers) if workers > 1 else contextlib.nullcontext() as pool:
+        for idx in np.ndindex(*batch):
+            q_scaled = np.multiply(q[idx], dtype.type(s), dtype=dtype)  # (n_q, d_k), scaled once
+            v1 = _with_ones(v[idx], dtype)  # (n_k, d_v + 1)
+            args = (q_scaled, k[idx], v1, None if mask is None else mask[idx], causal)
+            if pool is None:
+                _attention_rows(*args, row_blocks, bq, bk, out[idx])
+            else:  # query blocks dealt round robin (causal rows cost more further down)
+                jobs = [pool.submit(_attention_rows, *args, row_blocks[w::workers], bq, bk, out[idx])
+                        for w in range(workers)]
+                for job in jobs:
+                    job.result()
     return out
+
+
+def _workers_and_limiter(n_row_blocks: int):
+    """How many threads NumPy's BLAS may use, and a context that sets BLAS to one thread meanwhile.
+
+    Small tiles split across BLAS threads spend their time synchronising (on a loaded machine, a
+    waiting thread can cost milliseconds per product), so the kernel runs BLAS on one thread and
+    deals its query blocks to as many Python threads instead (NumPy releases the GIL in matmul and
+    in ufunc loops).  Without threadpoolctl: one thread, BLAS untouched.
+    """
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return 1, contextlib.nullcontext()
+    n = max((i.get("num_threads", 1) for i in threadpool_info() if i.get("user_api") == "blas"), default=1)
+    return max(1, min(n, n_row_blocks)), threadpool_limits(1, user_api="blas")
 
 
 # --- measuring the matrix form (used by the chapter "Efficient attention" and by bench/) ---------
