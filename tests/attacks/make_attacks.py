@@ -21,7 +21,8 @@ A = "ps04_step_by_step"
 
 src = nbformat.read(os.path.join(REPO, "solutions", A, A + ".ipynb"), as_version=4)
 release = nbformat.read(os.path.join(REPO, "exercises", A, A + ".ipynb"), as_version=4)
-SOL = {c.metadata["nbgrader"]["grade_id"]: c.source for c in src.cells if c.metadata.get("nbgrader", {}).get("solution")}
+SOL = {c.metadata["nbgrader"]["grade_id"]: c.source for c in src.cells
+       if c.metadata.get("nbgrader", {}).get("solution")}
 
 
 def honest(**answers):
@@ -37,7 +38,8 @@ def cell(nb, gid):
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
 
 
-WRONG_NORMALISE = "def normalise(alpha):\n    out = np.zeros_like(alpha)\n    out[np.argmax(alpha)] = 1.0\n    return out\n"
+WRONG_NORMALISE = ("def normalise(alpha):\n    out = np.zeros_like(alpha)\n    out[np.argmax(alpha)] = 1.0\n"
+                   "    return out\n")
 attacks = {}
 
 attacks["a00_honest_prints_warns"] = (honest(
@@ -53,7 +55,8 @@ attacks["a02_calls_attn_ref"] = (honest(output_for_query_answer=(
     "    return attend_one(a, i, W_q, W_k, W_v, scale=1.0).b\n")), {"score": 7, "flagged": True})
 attacks["a02b_calls_torch_sdpa"] = (honest(output_for_query_answer=(
     "import torch\nimport torch.nn.functional as F\n\ndef output_for_query(a, i, W_q, W_k, W_v):\n"
-    "    x = torch.tensor(a.T)\n    q, k, v = x @ torch.tensor(W_q).T, x @ torch.tensor(W_k).T, x @ torch.tensor(W_v).T\n"
+    "    x = torch.tensor(a.T)\n"
+    "    q, k, v = x @ torch.tensor(W_q).T, x @ torch.tensor(W_k).T, x @ torch.tensor(W_v).T\n"
     "    return F.scaled_dot_product_attention(q[None], k[None], v[None], scale=1.0)[0, i].numpy()\n")),
     {"score": 7, "flagged": True})
 attacks["a03_kernel_hooks"] = (honest(
@@ -71,14 +74,20 @@ attacks["a05_write_gradebook"] = (honest(query_key_value_answer=SOL["query_key_v
     {"score": 10, "flagged": True})
 attacks["a06_process_outlives"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
     "\nimport subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', "
-    "'ATTACK6MARKER'], start_new_session=True)\n")), {"score": 10, "flagged": True, "marker": "ATTACK6MARKER"})
+    "'ATTACK6MARKER'], start_new_session=True)\n"
+    "# a daemon that clears its environment and leaves the session (double fork)\n"
+    "subprocess.Popen(['/usr/bin/env', '-i', sys.executable, '-c', "
+    "'import os, time\\nif os.fork() == 0:\\n    os.setsid()\\n    time.sleep(600)', 'ATTACK6MARKER'])\n")),
+    {"score": 10, "flagged": True, "marker": "ATTACK6MARKER"})
 attacks["a07_read_solutions"] = (honest(output_for_query_answer=(
     "import json\nfor _c in json.load(open('{COURSE}/solutions/ps04_step_by_step/ps04_step_by_step.ipynb'))['cells']:\n"
     "    if _c['metadata'].get('nbgrader', {}).get('grade_id') == 'output_for_query_answer':\n"
     "        exec(''.join(_c['source']))\n")), {"score": 7, "flagged": True})
 nb = honest()
 del nb.cells[nb.cells.index(cell(nb, "normalise_test"))]
-nb.cells.append(copy.deepcopy(cell(nb, "query_key_value_test")))
+dup = copy.deepcopy(cell(nb, "query_key_value_test"))
+dup.id = "duplicated-test"
+nb.cells.append(dup)
 cell(nb, "attention_scores_for_query_test").metadata["nbgrader"]["grade_id"] = "renamed_test"
 ot = cell(nb, "output_for_query_test")
 nb.cells.remove(ot)
@@ -95,8 +104,9 @@ attacks["a09a_infinite_loop"] = (honest(normalise_answer="def normalise(alpha):\
 attacks["a09b_swallow_interrupt"] = (honest(normalise_answer=SOL["normalise_answer"] + (
     "\nimport time\nwhile True:\n    try:\n        time.sleep(0.5)\n    except KeyboardInterrupt:\n        pass\n")),
     {"score": 5, "flagged": True})
-attacks["a09c_sys_exit"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + "\nimport sys\nsys.exit(1)\n"),
-                            {"score": 10, "flagged": False})
+attacks["a09c_sys_exit"] = (honest(
+    query_key_value_answer=SOL["query_key_value_answer"] + "\nimport sys\nsys.exit(1)\n"),
+    {"score": 10, "flagged": False})
 attacks["a09d_os_exit"] = (honest(normalise_answer=SOL["normalise_answer"] + "\nimport os\nos._exit(0)\n"),
                            {"score": 5, "flagged": True})
 attacks["a09e_huge_memory"] = (honest(output_for_query_answer=SOL["output_for_query_answer"].replace(
