@@ -31,14 +31,20 @@ def _cells(nb):
     return [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in nb.cells]
 
 
-def test_exercises_are_generated_from_solutions(tmp_path):
-    out = tmp_path / "release"
+@pytest.fixture(scope="module")
+def fresh_release(tmp_path_factory):
+    """Every assignment generated from solutions/ by nbgrader, now (one process)."""
+    out = tmp_path_factory.mktemp("release")
     release(REPO, out=str(out))
-    for a in ASSIGNMENTS:
-        mine = os.path.join(REPO, "exercises", a, a + ".ipynb")
-        assert os.path.exists(mine), f"exercises/{a} missing: run make release"
-        fresh = nbformat.read(str(out / a / (a + ".ipynb")), as_version=4)
-        assert _cells(nbformat.read(mine, as_version=4)) == _cells(fresh), f"exercises/{a} is stale: make release"
+    return out
+
+
+@pytest.mark.parametrize("a", ASSIGNMENTS)
+def test_exercises_are_generated_from_solutions(fresh_release, a):
+    mine = os.path.join(REPO, "exercises", a, a + ".ipynb")
+    assert os.path.exists(mine), f"exercises/{a} missing: run make release"
+    fresh = nbformat.read(str(fresh_release / a / (a + ".ipynb")), as_version=4)
+    assert _cells(nbformat.read(mine, as_version=4)) == _cells(fresh), f"exercises/{a} is stale: run make release"
 
 
 def _answers(nb):
@@ -56,18 +62,21 @@ def _fill(release_nb, answers):
 
 
 @pytest.fixture(scope="module")
-def graded_class(tmp_path_factory):
+def graded_class(tmp_path_factory, fresh_release):
     """solution, blank and mistake_<k> (mistake k of every task) of every assignment, graded at once."""
     root = str(tmp_path_factory.mktemp("class"))
     plan = {}
     for a in ASSIGNMENTS:
         shutil.copytree(os.path.join(REPO, "solutions", a), os.path.join(root, "solutions", a))
         src = nbformat.read(os.path.join(REPO, "solutions", a, a + ".ipynb"), as_version=4)
-        rel = nbformat.read(os.path.join(REPO, "exercises", a, a + ".ipynb"), as_version=4)
+        rel = nbformat.read(str(fresh_release / a / (a + ".ipynb")), as_version=4)
         sol = _answers(src)
-        tasks = tasks_of(a)
+        try:
+            tasks = tasks_of(a)
+        except ImportError:  # no catalogue yet: test_every_mistake_is_caught_and_named fails for it
+            tasks = []
         subs = {"solution": _fill(rel, sol), "blank": rel}
-        for k in range(max(len(t.mistakes) for t in tasks)):
+        for k in range(max((len(t.mistakes) for t in tasks), default=0)):
             answers = dict(sol)
             planted = {}
             for t in tasks:
@@ -100,6 +109,8 @@ def test_blank_scores_zero_everywhere(graded_class, a):
 @pytest.mark.parametrize("a", ASSIGNMENTS)
 def test_every_mistake_is_caught_and_named(graded_class, a):
     root, results, plan = graded_class
+    assert tasks_of(a), f"attn_ref.grading.{a} has no tasks"
+    assert all(len(t.mistakes) >= 3 for t in tasks_of(a)), "every task needs at least three catalogued mistakes"
     problems = []
     for (student, assignment), planted in plan.items():
         if assignment != a:
@@ -115,12 +126,12 @@ def test_every_mistake_is_caught_and_named(graded_class, a):
     assert not problems, problems
 
 
-def test_jobs_2_equals_jobs_1(tmp_path):
+def test_jobs_2_equals_jobs_1(tmp_path, fresh_release):
     a = "ps04_step_by_step"
     if a not in ASSIGNMENTS:
         pytest.skip("no ps04")
     src = nbformat.read(os.path.join(REPO, "solutions", a, a + ".ipynb"), as_version=4)
-    rel = nbformat.read(os.path.join(REPO, "exercises", a, a + ".ipynb"), as_version=4)
+    rel = nbformat.read(str(fresh_release / a / (a + ".ipynb")), as_version=4)
     t = tasks_of(a)
     csvs = []
     for jobs in (1, 2):

@@ -78,6 +78,7 @@ class Course:
     releases: dict[str, tuple[str, nbformat.NotebookNode]] = field(default_factory=dict)  # a -> (nb name, release)
     setups: dict[str, str] = field(default_factory=dict)  # a -> the source's setup cell
     template_db: str = ""
+    broken: dict[str, str] = field(default_factory=dict)  # a -> why its source could not be generated
 
 
 # ----------------------------------------------------------------------------------------- discovery
@@ -191,15 +192,20 @@ def prepare(root: str, assignments: list[str], scratch: str, master_db: str | No
     for a in assignments:
         os.makedirs(os.path.join(prep, "source", a), exist_ok=True)
         shutil.copy(os.path.join(root, "solutions", a, a + ".ipynb"), os.path.join(prep, "source", a, a + ".ipynb"))
-        dbs = [course.template_db] + ([master_db] if master_db else [])
-        for db in dbs:
-            conv = _converter(GenerateAssignment, prep, "sqlite:///" + db, a)
-            conv.start()
-        release = nbformat.read(os.path.join(prep, "release", a, a + ".ipynb"), as_version=4)
+        try:
+            for db in [course.template_db] + ([master_db] if master_db else []):
+                _converter(GenerateAssignment, prep, "sqlite:///" + db, a).start()
+            release = nbformat.read(os.path.join(prep, "release", a, a + ".ipynb"), as_version=4)
+        except Exception as exc:  # noqa: BLE001 - one broken source must not stop the other assignments
+            course.broken[a] = f"the source of {a} could not be generated ({type(exc).__name__})"
+            continue
         course.releases[a] = (a + ".ipynb", release)
         source = nbformat.read(os.path.join(prep, "source", a, a + ".ipynb"), as_version=4)
         setup = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
         course.setups[a] = setup[0] if setup else ""
+    # Nothing with a solution stays on disk while students' code runs: only the template gradebook.
+    shutil.rmtree(os.path.join(prep, "source"), ignore_errors=True)
+    shutil.rmtree(os.path.join(prep, "release"), ignore_errors=True)
     return course
 
 
@@ -237,11 +243,52 @@ def _uid_pids(uid: int) -> list[int]:
     return pids
 
 
-def kill_leftovers(token: str, uid: int | None = None) -> int:
-    """Kill every process carrying the grading token (or running as the kernel's uid); return how many."""
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def descendants(pid: int, exclude: set[int] | frozenset = frozenset()) -> list[int]:
+    """Every process below ``pid``, except the subtrees of the processes in ``exclude``."""
+    children = _children_map()
+    out, stack = [], [c for c in children.get(pid, []) if c not in exclude]
+    while stack:
+        p = stack.pop()
+        out.append(p)
+        stack.extend(children.get(p, []))
+    return out
+
+
+def set_subreaper(on: bool) -> None:
+    """Make orphans of the kernel (a daemon that left its session) our children, so they can be found."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1 if on else 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def kill_leftovers(token: str, uid: int | None = None, baseline: set[int] | None = None) -> int:
+    """Kill every process started by a kernel; return how many.
+
+    Found three ways: the grading token in its environment, the kernel's uid (when the kernel runs
+    as its own user) and, with ``baseline`` (the children this process had before grading), every
+    process below this one that is not below those (orphans come back to us as the subreaper).
+    """
     killed = 0
     for _ in range(3):
         pids = set(_token_pids(token)) | (set(_uid_pids(uid)) if uid is not None else set())
+        if baseline is not None:
+            pids |= set(descendants(os.getpid(), baseline))
+        pids.discard(os.getpid())
         if not pids:
             break
         for pid in pids:
@@ -249,6 +296,9 @@ def kill_leftovers(token: str, uid: int | None = None) -> int:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
         time.sleep(0.05)
+        for pid in pids:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
     return killed
 
 
@@ -372,6 +422,8 @@ def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, 
         if _probe_unprivileged(candidate, work):
             uid = candidate
     _policy(work, course.root, token, uid, opts)
+    baseline = set(_children_map().get(os.getpid(), []))
+    set_subreaper(True)
     if uid is not None:
         os.chown(os.path.join(work, "home"), uid, uid)
     os.environ["JUPYTER_PATH"] = os.path.join(work, "jupyter")
@@ -394,7 +446,7 @@ def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, 
             try:
                 return _orig(self, nb, resources, km)
             finally:
-                kill_leftovers(token, uid)
+                kill_leftovers(token, uid, baseline)
                 path = os.path.realpath((resources or {}).get("metadata", {}).get("path", "") or ".")
                 ContainedExecute.reports.setdefault(path, {})["denied"] = _denied(work)
         ContainedExecute.preprocess = preprocess_and_clean
@@ -408,8 +460,13 @@ def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, 
                         raise
         finally:
             ContainedExecute.preprocess = original_preprocess
-            kill_leftovers(token, uid)
-        tasks = tasks_of(a)
+            kill_leftovers(token, uid, baseline)
+        try:
+            tasks = tasks_of(a)
+        except Exception as exc:  # noqa: BLE001 - an assignment without a catalogue is graded by nbgrader only
+            tasks, no_catalogue = [], f"no catalogue attn_ref.grading.{a} ({type(exc).__name__}): re-check skipped"
+        else:
+            no_catalogue = None
         for item in group:
             student = item["student"]
             result = _empty_result(course, a, student, item)
@@ -430,14 +487,18 @@ def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, 
             # The re-check, outside the student's kernel.
             rwork = tempfile.mkdtemp(prefix="recheck-", dir=work)
             os.chmod(rwork, 0o755)
-            index = recheck_mod.run(tasks, course.setups[a], item["answers"], rwork,
-                                    wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory,
-                                    cpu_seconds=opts.recheck_seconds, call_seconds=opts.call_seconds,
-                                    user=(uid, uid) if uid is not None else None)
-            verdicts = recheck_mod.compare(tasks, index, rwork)
+            if tasks:
+                index = recheck_mod.run(tasks, course.setups[a], item["answers"], rwork,
+                                        wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory,
+                                        cpu_seconds=opts.recheck_seconds, call_seconds=opts.call_seconds,
+                                        user=(uid, uid) if uid is not None else None)
+                verdicts = recheck_mod.compare(tasks, index, rwork)
+            else:
+                index, verdicts = {}, {}
+                result["notes"].append(no_catalogue)
             if index.get("denied"):
                 result["flags"].append("re-check blocked: " + ", ".join(dict.fromkeys(index["denied"]))[:300])
-            kill_leftovers(token, uid)
+            kill_leftovers(token, uid, baseline)
             by_func = {t.func_name: t for t in tasks}
             final: dict[str, float] = {}
             for gid in result["tasks"]:
@@ -486,13 +547,14 @@ def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, 
             _finish(result)
             if report is not None:
                 report(result)
-    kill_leftovers(token, uid)
+    kill_leftovers(token, uid, baseline)
+    set_subreaper(False)
     shutil.rmtree(work, ignore_errors=True)
     return results
 
 
 def _empty_result(course: Course, a: str, student: str, item: dict | None = None) -> dict:
-    release = course.releases[a][1]
+    release = course.releases[a][1] if a in course.releases else nbformat.v4.new_notebook()
     tasks, mx = [], {}
     for cell in release.cells:
         nbg = cell.metadata.get("nbgrader", {})
@@ -662,6 +724,11 @@ def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options
             if verbose:
                 print(progress_line(len(done), n, result), flush=True)
         for student, a in submissions:
+            if a in course.broken:
+                r = _empty_result(course, a, student, {"reason": [course.broken[a]]})
+                r["status"] = "ungradable"
+                report(_finish(r))
+                continue
             s = sanitize(os.path.join(root, "submitted", student, a), {course.releases[a][0]: course.releases[a][1]})
             item = {"student": student, "assignment": a, "answers": s.answers, "flags": s.flags, "notes": s.notes,
                     "reason": [s.reason] if s.reason else []}
