@@ -96,19 +96,61 @@ def machine_description() -> dict[str, str]:
     }
 
 
-def format_results(rows: list[Row], machine: dict[str, str], seconds: float, argv: list[str]) -> str:
-    """The whole bench/results.md: how it was run, the machine, the table."""
+def describe_run(argv: list[str], seconds: float, machine: dict[str, str]) -> str:
+    """One line of the results' "Runs" section."""
+    import datetime
+
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = " ".join(["python -m bench", *argv])
+    return f"`{cmd}`: {seconds:.0f} s, finished {when}, load average at start {machine.get(LOAD, '?')}"
+
+
+LOAD = "load average (1, 5, 15 min) at start"
+
+
+def format_results(rows: list[Row], machine: dict[str, str], seconds: float, argv: list[str],
+                   runs: list[str] | None = None) -> str:
+    """The whole bench/results.md: the runs behind it, the machine, the table.
+
+    ``runs``: lines describing earlier runs whose rows are kept (``--only`` replaces the rows of its
+    figures and keeps the others).
+    """
     misses = sum(r.ok is False for r in rows)
     passes = sum(r.ok is True for r in rows)
+    runs = [*(runs or []), describe_run(argv, seconds, machine)]
     head = [
         "# Benchmark results",
         "",
-        f"`python -m bench {' '.join(argv)}`".replace(" `", "`") + f", {seconds:.0f} s. "
         f"{passes} targets met, {misses} missed. Each ratio is measured side by side in the same run "
-        "(interleaved rounds, median); the machine is shared, so absolute times are only context.",
+        "(interleaved rounds, median); the machine is shared with other jobs, so absolute times are only context.",
         "",
-        "## Machine",
+        "## Runs",
+        "",
+        *[f"- {r}" for r in runs],
+        "",
+        "## Machine (at the last run)",
         "",
     ]
     head += [f"- {k}: {v}" for k, v in machine.items()]
     return "\n".join(head + ["", "## Figures", "", format_table(rows), ""])
+
+
+def parse_results(text: str) -> tuple[list[Row], list[str]]:
+    """The rows and run lines of a results.md written by :func:`format_results` (to merge an ``--only`` run)."""
+    import re
+
+    rows, runs, section = [], [], ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = line[3:]
+        elif section == "Runs" and line.startswith("- "):
+            runs.append(line[2:])
+        elif not section and line.startswith("`python -m bench"):  # the first format: one paragraph line
+            runs.append(line.split(". ")[0])
+        elif section == "Figures" and line.startswith("| ") and not line.startswith(("| figure |", "|---")):
+            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if len(cells) == 6:
+                figure, setting, measured, target, result, note = cells
+                ok = {"pass": True, "miss": False}.get(result)
+                rows.append(Row(figure, setting, measured, target, ok, note))
+    return rows, runs

@@ -8,8 +8,8 @@ import sys
 import time
 import traceback
 
-from . import Row, format_results, format_table, machine_description
-from .figures import FIGURES, QUICK_SKIPS, REPO
+from . import Row, format_results, format_table, machine_description, parse_results
+from .figures import FIGURES, QUICK_SKIPS, REPO, TITLES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - t_start
     print("\n" + format_table(rows))
     if args.output != "-":
+        runs: list[str] = []
+        if args.only and os.path.exists(args.output):  # keep the other figures' rows of the earlier runs
+            with open(args.output) as f:
+                old_rows, runs = parse_results(f.read())
+            fresh = {TITLES[n] for n in names}
+            order = list(TITLES.values())
+            kept = [r for r in old_rows if r.figure not in fresh]
+            rows = sorted(kept + rows, key=lambda r: order.index(r.figure) if r.figure in order else len(order))
         with open(args.output, "w") as f:
-            f.write(format_results(rows, machine, seconds, argv))
+            f.write(format_results(rows, machine, seconds, argv, runs))
         print(f"\nwritten to {os.path.relpath(args.output)}")
     return 0
 

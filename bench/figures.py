@@ -72,7 +72,7 @@ def fig_sdpa(quick: bool, sizes: list[int] | None = None, thread_counts=(1, 2)) 
                                      "torch": _sdpa_4d(q, k, v)}, repeat=_repeat(n))
                 r = med["numpy"] / med["torch"]
                 target = n == 1024
-                rows.append(Row("numpy attention ÷ SDPA", f"attn_ref.scaled_dot_product_attention, n = {n}, d = {D}, "
+                rows.append(Row(TITLES["sdpa"], f"attn_ref.scaled_dot_product_attention, n = {n}, d = {D}, "
                                 f"float32, {t} thread{'s' if t > 1 else ''}", ratio(r), "≤ 1.5×" if target else "",
                                 (r <= 1.5) if target else None,
                                 f"{_ms(med['numpy'])} vs {_ms(med['torch'])} (SDPA 4-D, fused)"))
@@ -94,7 +94,7 @@ def fig_loop(quick: bool) -> list[Row]:
 
             med = compare_times({"loop": loop, "matrix": lambda x=x: self_attention(x, *W)},
                                 repeat=3 if n <= 256 else 1, warmup=1 if n <= 256 else 0)
-            rows.append(Row("loop ÷ matrix form", f"attend_one for each i vs self_attention, n = {n}, d = {D}, "
+            rows.append(Row(TITLES["loop"], f"attend_one for each i vs self_attention, n = {n}, d = {D}, "
                             "1 thread", ratio(med["loop"] / med["matrix"]), "", None,
                             f"{_ms(med['loop'])} vs {_ms(med['matrix'])}"))
     return rows
@@ -105,7 +105,7 @@ def fig_banded(quick: bool) -> list[Row]:
     try:
         from attn_ref.local import banded_attention
     except ImportError:
-        return [skipped("truncated attention growth", "attn_ref.local.banded_attention not present")]
+        return [skipped(TITLES["banded"], "attn_ref.local.banded_attention not present")]
     w = 64
     sizes = [1024, 2048, 4096] if quick else [1024, 2048, 4096, 8192, 16384]
     times, peaks = {}, {}
@@ -120,9 +120,9 @@ def fig_banded(quick: bool) -> list[Row]:
     t_target = 20 * grow / 16  # 20x for 16x n, scaled in --quick
     per = ", ".join(f"{n}: {_ms(times[n])}" for n in sizes)
     return [
-        Row("truncated attention growth", f"banded_attention time, w = {w}, n {lo} → {hi} ({grow}× n), 1 thread",
+        Row(TITLES["banded"], f"banded_attention time, w = {w}, n {lo} → {hi} ({grow}× n), 1 thread",
             ratio(t_ratio), f"≤ {t_target:.0f}×", t_ratio <= t_target, per),
-        Row("truncated attention growth", f"banded_attention peak memory, w = {w}, n {lo} → {hi} ({grow}× n)",
+        Row(TITLES["banded"], f"banded_attention peak memory, w = {w}, n {lo} → {hi} ({grow}× n)",
             ratio(m_ratio), f"≤ {1.25 * grow:.0f}× (O(n·w))", m_ratio <= 1.25 * grow,
             f"{peaks[hi] / 2**20:.1f} MiB at n = {hi}: {peaks[hi] / (hi * (2 * w + 1)):.1f} bytes per n·(2w+1)"),
     ]
@@ -144,7 +144,7 @@ def fig_blocked(quick: bool) -> list[Row]:
                 r = med["blocked"] / med["torch"]
                 target = n == 4096 and t == 1
                 flop = 4 * n * n * D  # the two products q k^T and p v
-                rows.append(Row("blocked_attention ÷ SDPA (4-D)", f"n = {n}, d = {D}, float32, {t} thread"
+                rows.append(Row(TITLES["blocked"], f"n = {n}, d = {D}, float32, {t} thread"
                                 f"{'s' if t > 1 else ''}", ratio(r), "≤ 1.3×" if target else "",
                                 (r <= 1.3) if target else None,
                                 f"{flop / med['blocked'] / 1e9:.1f} vs {flop / med['torch'] / 1e9:.1f} GFLOP/s; "
@@ -168,12 +168,12 @@ def fig_peak(quick: bool) -> list[Row]:
                              "blocked_attention": lambda: blocked_attention(q, k, v),
                              "attn_ref matrix form": lambda: scaled_dot_product_attention(q, k, v)}, repeat=3)
     peak = max(2 * m**3 / med["numpy matmul"], 2 * m**3 / med["torch matmul"])
-    rows = [Row("share of the machine's peak", f"float32 matmul {m}×{m}×{m}, 1 thread (the reference)",
+    rows = [Row(TITLES["peak"], f"float32 matmul {m}×{m}×{m}, 1 thread (the reference)",
                 f"{peak / 1e9:.1f} GFLOP/s", "", None,
                 f"numpy {2 * m**3 / med['numpy matmul'] / 1e9:.1f}, torch {2 * m**3 / med['torch matmul'] / 1e9:.1f}")]
     for name in ("SDPA 4-D (fused)", "blocked_attention", "attn_ref matrix form"):
         gf = 4 * n * n * D / med[name]
-        rows.append(Row("share of the machine's peak", f"{name}, n = {n}, d = {D}, 1 thread", f"{100 * gf / peak:.0f}%",
+        rows.append(Row(TITLES["peak"], f"{name}, n = {n}, d = {D}, 1 thread", f"{100 * gf / peak:.0f}%",
                         "", None, f"{gf / 1e9:.1f} GFLOP/s (counting the two products' 4n²d only)"))
     return rows
 
@@ -189,7 +189,7 @@ def fig_feedback(quick: bool) -> list[Row]:
     names = sorted(os.listdir(released)) if os.path.isdir(released) else []
     name = "ps04_step_by_step" if "ps04_step_by_step" in names else (names[0] if names else None)
     if name is None:
-        return [skipped("student feedback", "no released notebook under exercises/")]
+        return [skipped(TITLES["feedback"], "no released notebook under exercises/")]
     release = nbformat.read(os.path.join(REPO, "exercises", name, name + ".ipynb"), as_version=4)
     source = nbformat.read(os.path.join(REPO, "solutions", name, name + ".ipynb"), as_version=4)
     answered = with_answers(release, answers_of(source))
@@ -201,7 +201,7 @@ def fig_feedback(quick: bool) -> list[Row]:
             NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": tmp}}).execute()
             times.append(time.perf_counter() - t0)
     t = float(np.median(times))
-    return [Row("student feedback", f"exercises/{name}, answered, run with nbclient: kernel start to last visible "
+    return [Row(TITLES["feedback"], f"exercises/{name}, answered, run with nbclient: kernel start to last visible "
                 "test", f"{t:.2f} s", "≤ 2 s", t <= 2.0, f"median of {len(times)}")]
 
 
@@ -222,7 +222,7 @@ def fig_book(quick: bool) -> list[Row]:
     """The book built cold (empty cache: every chapter executed) and warm (nothing changed)."""
     jb = os.path.join(os.path.dirname(sys.executable), "jupyter-book")
     if not os.path.exists(jb):
-        return [skipped("book build", "no jupyter-book next to this Python")]
+        return [skipped(TITLES["book"], "no jupyter-book next to this Python")]
     tmp = tempfile.mkdtemp(prefix="bench-book-")
     try:
         cmd = [jb, "build", REPO, "--path-output", tmp, "-W", "-n", "--keep-going"]
@@ -238,18 +238,18 @@ def fig_book(quick: bool) -> list[Row]:
     rows = []
     for kind, limit in (("cold", 300.0), ("warm", 10.0)):
         secs, rc = runs[kind]
-        rows.append(Row("book build", f"{kind}: jupyter-book build -W -n --keep-going "
+        rows.append(Row(TITLES["book"], f"{kind}: jupyter-book build -W -n --keep-going "
                         f"({'empty cache, every chapter executed' if kind == 'cold' else 'nothing changed'})",
                         f"{secs:.1f} s", f"≤ {limit:.0f} s", secs <= limit,
                         "build succeeded" if rc == 0 else f"build exited with {rc} (warnings or errors)"))
     if chapters:
         slowest = max(chapters, key=chapters.get)
         top = sorted(chapters.items(), key=lambda kv: -kv[1])[:3]
-        rows.append(Row("book build", f"slowest chapter execution of {len(chapters)} (jupyter-cache)",
+        rows.append(Row(TITLES["book"], f"slowest chapter execution of {len(chapters)} (jupyter-cache)",
                         f"{chapters[slowest]:.1f} s", "≤ 60 s", chapters[slowest] <= 60,
                         ", ".join(f"{os.path.basename(p)} {s:.1f} s" for p, s in top)))
     else:
-        rows.append(skipped("book build", "no per-chapter execution times found in the build's jupyter-cache"))
+        rows.append(skipped(TITLES["book"], "no per-chapter execution times found in the build's jupyter-cache"))
     return rows
 
 
@@ -284,7 +284,7 @@ def fig_grading(quick: bool) -> list[Row]:
     import nbformat
     from nbclient import NotebookClient
 
-    figure = "grading cost"
+    figure = TITLES["grading"]
     try:
         import attn_ref.grading.autograde  # noqa: F401
     except ImportError as exc:
@@ -349,5 +349,16 @@ FIGURES = {
     "feedback": fig_feedback,
     "book": fig_book,
     "grading": fig_grading,
+}
+#: The title each figure gives its rows (``--only`` replaces the rows with these titles in results.md).
+TITLES = {
+    "sdpa": "numpy attention ÷ SDPA",
+    "loop": "loop ÷ matrix form",
+    "banded": "truncated attention growth",
+    "blocked": "blocked_attention ÷ SDPA (4-D)",
+    "peak": "share of the machine's peak",
+    "feedback": "student feedback",
+    "book": "book build",
+    "grading": "grading cost",
 }
 QUICK_SKIPS = {"book"}  # minutes of work: only in the full run (or with --only book)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from attn_ref.efficient import compare_times, median_time, peak_bytes
-from bench import Row, format_results, format_table, machine_description, ratio, skipped
+from bench import Row, format_results, format_table, machine_description, parse_results, ratio, skipped
 from bench.figures import FIGURES, fig_sdpa
 
 
@@ -40,3 +40,14 @@ def test_timing_helpers_return_medians_and_peaks():
     assert set(med) == {"a", "b"} and all(t >= 0 for t in med.values())
     assert median_time(lambda: None, repeat=3) >= 0
     assert peak_bytes(lambda: np.ones(1 << 20)) >= 8 << 20  # 1 Mi float64 = 8 MiB, seen by tracemalloc
+
+
+def test_results_round_trip_for_only_runs():
+    from bench.figures import TITLES
+
+    rows = [Row(TITLES["sdpa"], "n = 4", "1.23×", "≤ 1.5×", True, "a | b"), Row(TITLES["loop"], "n = 8", "9.00×")]
+    text = format_results(rows, {"CPU": "x"}, 3.0, ["--only", "sdpa"], runs=["`python -m bench`: 10 s"])
+    parsed, runs = parse_results(text)
+    assert parsed == rows
+    assert runs[0] == "`python -m bench`: 10 s" and runs[1].startswith("`python -m bench --only sdpa`: 3 s")
+    assert set(TITLES) == set(FIGURES)
