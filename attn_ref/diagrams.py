@@ -18,6 +18,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 from ._checks import as_array, check_dim, check_ndim
 from .plotting import ATTENTION_CMAP
 
+_LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "pad": 1.0}
 MATRIX_CMAP = "RdBu_r"  # signed values (weights, inputs, Q, K, V); attention weights use ATTENTION_CMAP
 
 
@@ -167,6 +168,46 @@ def draw_architecture(ax, n=4, n_blocks=1, *, title=None):
         out["arrows"].append(_arrow(ax, (x, y_fcn + 0.5), (x, y_fcn + 1.0)))
         ax.text(x, y_fcn + 1.05, "label", ha="center", va="bottom", fontsize=9)
     _finish(ax, xs[0] - 1.0, xs[-1] + 1.2, -0.3, y_fcn + 1.5, title)
+    return out
+
+
+def draw_relevance_arcs(ax, scores, *, query=0, title=None):
+    """The notes' first self-attention figure: how relevant is every a^j to a^query? One arc per pair.
+
+    scores: (n,), the relevance alpha_{query+1, j} of each a^j (the query's own score included: a
+    loop above it).  Arc widths grow with |score|.  Returns ``{"vectors": [...], "arcs": [...]}``.
+    """
+    scores = np.atleast_1d(as_array(scores, "scores"))
+    check_ndim(scores, "scores", 1, "(n,)")
+    n = scores.shape[0]
+    if not 0 <= query < n:
+        raise ValueError(f"query: expected an index in [0, {n}), got {query}")
+    big = float(np.max(np.abs(scores))) or 1.0
+    out = {"vectors": [], "arcs": []}
+    xs = np.arange(n) * 1.5
+    for j, x in enumerate(xs):
+        box = Rectangle((x - 0.25, 0), 0.5, 0.9, facecolor="#cfe3f5" if j != query else "#fde3c8",
+                        edgecolor="black", linewidth=0.8)
+        ax.add_patch(box)
+        out["vectors"].append(box)
+        ax.text(x, -0.15, f"$a^{j + 1}$", ha="center", va="top", fontsize=12)
+    for j, x in enumerate(xs):
+        width = 0.8 + 3.0 * abs(float(scores[j])) / big
+        label = f"$\\alpha_{{{query + 1},{j + 1}}} = {float(scores[j]):.2f}$"
+        if j == query:  # the query's own score: a small loop above it, labelled to its left
+            arc = FancyArrowPatch((x - 0.15, 0.95), (x + 0.15, 0.95), connectionstyle="arc3,rad=-1.6",
+                                  arrowstyle="-", linewidth=width, color="C1")
+            ax.text(x - 0.3, 1.25, label, ha="right", va="bottom", fontsize=10, bbox=_LABEL_BOX)
+        else:
+            dist = abs(x - xs[query])
+            rad = -0.35 if j > query else 0.35
+            arc = FancyArrowPatch((xs[query], 0.95), (x, 0.95), connectionstyle=f"arc3,rad={rad}",
+                                  arrowstyle="-", linewidth=width, color="C0")
+            ax.text((x + xs[query]) / 2, 0.95 + 0.35 * dist / 2 + 0.06, label, ha="center", va="bottom",
+                    fontsize=10, bbox=_LABEL_BOX)
+        ax.add_patch(arc)
+        out["arcs"].append(arc)
+    _finish(ax, xs[0] - 2.0, xs[-1] + 0.8, -0.6, 1.3 + 0.35 * (xs[-1] - xs[0]) / 2 + 0.4, title)
     return out
 
 

@@ -116,3 +116,15 @@ def test_lecture_example_scores_by_hand():
     np.testing.assert_array_equal(attend_one(a, 0, W_q, W_k, W_v, scale=1.0).alpha, [1.0, 2.0, 0.0, -1.0])
     a[0, 0] = 99.0  # a fresh copy each call
     assert lecture_example().a[0, 0] == 1.0
+
+
+def test_draw_relevance_arcs(ax):
+    scores = np.array([1.0, -3.0, 0.5, 2.0])
+    out = D.draw_relevance_arcs(ax, scores, query=2)
+    assert len(out["vectors"]) == 4 and len(out["arcs"]) == 4
+    widths = [a.get_linewidth() for a in out["arcs"]]
+    assert int(np.argmax(widths)) == 1  # the largest |score| gets the thickest arc
+    labels = [t.get_text() for t in ax.texts if "alpha" in t.get_text()]
+    assert "$\\alpha_{3,2} = -3.00$" in labels and len(labels) == 4
+    with pytest.raises(ValueError, match="query"):
+        D.draw_relevance_arcs(ax, scores, query=4)
