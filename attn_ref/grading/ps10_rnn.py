@@ -5,12 +5,16 @@ h_t = tanh(W_xh x_t + W_hh h_{t-1} + b) as a loop of n sequential steps; self-at
 every position at once (row layout, 1/sqrt(d_k)); the maximum path length of Vaswani et al.
 (2017), Table 1, as the number of layers or steps from x_1 to y_n.
 References: :func:`attn_ref.recurrent.rnn_forward`, :func:`attn_ref.attention.self_attention`,
-:func:`attn_ref.recurrent.path_length`.
+:func:`attn_ref.recurrent.path_length` (task 3 returns one column of Table 1: the four
+kinds for one n).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..attention import self_attention
+from ..recurrent import PATH_KINDS
 from ..recurrent import path_length as _path_length
 from ..recurrent import rnn_forward as _rnn_forward
 from .core import Mistake, Task
@@ -147,50 +151,36 @@ ATTENTION_MISTAKES = (
 
 # --- task 3: maximum path length --------------------------------------------------------------------
 
-def _ref_path_length(kind, n, k=3):
-    return _path_length(kind, n, k)
+def _ref_path_lengths(n, k=3):
+    return np.array([_path_length(kind, n, k) for kind in PATH_KINDS])  # (4,)
 
 
 def _cases_path(rng):
-    return [("attention", 7, 3), ("recurrent", 10, 3), ("recurrent", 1, 3), ("conv", 6, 4), ("conv", 9, 3),
-            ("conv", 10, 4), ("conv", 8, 3), ("dilated_conv", 10, 3), ("dilated_conv", 9, 3), ("dilated_conv", 1, 2),
-            ("conv", 1, 3), ("attention", 1, 2), ("dilated_conv", int(rng.integers(20, 200)), 2),
-            ("conv", int(rng.integers(20, 200)), 5)]
+    return [(10, 3), (1, 3), (6, 4), (9, 3), (10, 4), (8, 3), (1, 2), (2, 2), (int(rng.integers(20, 200)), 2),
+            (int(rng.integers(20, 200)), 5), (27, 3), (28, 3)]
 
 
-PATH_SOLUTION = '''def path_length(kind, n, k=3):
-    """Layers or steps on the shortest path from x_1 to y_n. kind: str, n >= 1, k >= 2 -> int."""
+PATH_SOLUTION = '''def path_lengths(n, k=3):
+    """Path lengths x_1 -> y_n of [attention, recurrent, conv, dilated_conv]. n >= 1, k >= 2 -> (4,) int."""
     ### BEGIN SOLUTION
-    if kind == "attention":
-        return 1
-    if kind == "recurrent":
-        return n
-    if kind == "conv":
-        return max(1, -(-(n - 1) // (k - 1)))  # ceil((n - 1) / (k - 1))
-    if kind == "dilated_conv":
-        L = 0
-        while k**L < n:  # ceil(log_k n) in integers
-            L += 1
-        return max(1, L)
-    raise ValueError(kind)
+    attention = 1
+    recurrent = n
+    conv = max(1, -(-(n - 1) // (k - 1)))  # ceil((n - 1) / (k - 1))
+    L = 0
+    while k**L < n:  # ceil(log_k n) in integers
+        L += 1
+    dilated = max(1, L)
+    return np.array([attention, recurrent, conv, dilated])
     ### END SOLUTION
 '''
 
 
-def _path_mistake(recurrent="n", conv="max(1, -(-(n - 1) // (k - 1)))", dilated=None) -> str:
-    dilated = dilated or '''L = 0
-        while k**L < n:
-            L += 1
-        return max(1, L)'''
-    return f'''def path_length(kind, n, k=3):
-    if kind == "attention":
-        return 1
-    if kind == "recurrent":
-        return {recurrent}
-    if kind == "conv":
-        return {conv}
-    if kind == "dilated_conv":
-        {dilated}
+def _path_mistake(recurrent="n", conv="max(1, -(-(n - 1) // (k - 1)))", dilated="max(1, L)") -> str:
+    return f'''def path_lengths(n, k=3):
+    L = 0
+    while k**L < n:
+        L += 1
+    return np.array([1, {recurrent}, {conv}, {dilated}])
 '''
 
 
@@ -206,13 +196,10 @@ PATH_MISTAKES = (
             _path_mistake(conv="max(1, (n - 1) // (k - 1))")),
     Mistake("dilated_log2", "the dilated convolution used log base 2 whatever k is; with dilations 1, k, k^2, ... "
             "the receptive field after L layers is k^L, so L = ceil(log_k n)",
-            _path_mistake(dilated="return max(1, int(np.ceil(np.log2(n))))")),
+            _path_mistake(dilated="max(1, int(np.ceil(np.log2(n))))")),
     Mistake("zero_layers_for_n1", "with n = 1 a convolution still needs one layer between x_1 and y_1 "
             "(the path length is at least 1)",
-            _path_mistake(conv="-(-(n - 1) // (k - 1))", dilated='''L = 0
-        while k**L < n:
-            L += 1
-        return L''')),
+            _path_mistake(conv="-(-(n - 1) // (k - 1))", dilated="L")),
 )
 
 
@@ -221,7 +208,7 @@ TASKS = [
          description="the vanilla RNN, one step at a time"),
     Task(ASSIGNMENT, "attention_all", _ref_attention, _cases_attention, ATTENTION_MISTAKES, setup=SETUP,
          description="self-attention over all positions at once"),
-    Task(ASSIGNMENT, "path_length", _ref_path_length, _cases_path, PATH_MISTAKES, setup=SETUP,
+    Task(ASSIGNMENT, "path_lengths", _ref_path_lengths, _cases_path, PATH_MISTAKES, setup=SETUP,
          description="the maximum path length of Vaswani et al., Table 1"),
 ]
 
@@ -229,5 +216,5 @@ TASKS = [
 SOLUTIONS = {
     "rnn_forward": RNN_SOLUTION,
     "attention_all": ATTENTION_SOLUTION,
-    "path_length": PATH_SOLUTION,
+    "path_lengths": PATH_SOLUTION,
 }
