@@ -156,3 +156,22 @@ def test_peak_memory_grows_as_n_times_block():
     np.testing.assert_allclose(blocked_attention(q[s], k[s], v[s], block=64),
                                scaled_dot_product_attention(q[s], k[s], v[s])[0], atol=1e-5, rtol=1e-5)
     assert math.isclose(itemsize * n * n / 2**20, 256)
+
+
+def test_blas_thread_setting_restored_and_threads_agree(rng):
+    """Large inputs run BLAS on one thread and deal query blocks to Python threads; the setting comes back."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    q, k, v = _qkv(rng, (), 1024, 1024, 8, 4, np.float32)
+    before = blas_threads()
+    with threadpool_limits(2):
+        two = blocked_attention(q, k, v, causal=True, block=128, block_q=64)
+    with threadpool_limits(1):
+        one = blocked_attention(q, k, v, causal=True, block=128, block_q=64)
+    assert blas_threads() == before
+    np.testing.assert_array_equal(two, one)  # the same tiles in the same order per query: bitwise equal
+    np.testing.assert_allclose(one[:300], scaled_dot_product_attention(q[:300], k[:300], v[:300],
+                                                                       mask=causal_mask(300))[0], atol=1e-5, rtol=1e-5)
