@@ -86,14 +86,18 @@ def to_numpy(x):
     return np.asarray(x)
 
 
-def describe_difference(got, expected, rtol: float, atol: float, path: str = "output") -> str | None:
-    """``None`` when ``got`` matches ``expected``; otherwise one sentence saying what differs."""
+def describe_difference(got, expected, rtol: float, atol: float, path: str = "output",
+                        equal_nan: bool = False) -> str | None:
+    """``None`` when ``got`` matches ``expected``; otherwise one sentence saying what differs.
+
+    ``equal_nan`` is for diagnosis only: a NaN never matches the reference, but it may match a mistake.
+    """
     if isinstance(expected, tuple | list):
         if not isinstance(got, tuple | list) or len(got) != len(expected):
             n = len(got) if isinstance(got, tuple | list) else "not a tuple"
             return f"{path}: expected a tuple of {len(expected)} values, got {n}"
         for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-            msg = describe_difference(g, e, rtol, atol, f"{path}[{i}]")
+            msg = describe_difference(g, e, rtol, atol, f"{path}[{i}]", equal_nan)
             if msg:
                 return msg
         return None
@@ -110,7 +114,7 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
         bad = got.astype(bool) != expected
     else:
         with np.errstate(invalid="ignore"):
-            bad = ~np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=False)
+            bad = ~np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         n_nan = int(np.isnan(got).sum()) if got.dtype.kind in "fc" else 0
@@ -139,7 +143,7 @@ def diagnose(task: Task, student_out, args: tuple) -> Mistake | None:
         except Exception:  # noqa: BLE001 - a mistake that raises on this input cannot match
             continue
         try:
-            if describe_difference(student_out, wrong, task.rtol, task.atol) is None:
+            if describe_difference(student_out, wrong, task.rtol, task.atol, equal_nan=True) is None:
                 return mistake
         except Exception:  # noqa: BLE001
             continue

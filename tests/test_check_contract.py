@@ -1,0 +1,53 @@
+"""attn_ref.grading.core: what a student's feedback says, on a task defined here."""
+
+import numpy as np
+import pytest
+
+from attn_ref import softmax
+from attn_ref.grading.core import GradingError, Mistake, Task, describe_difference, diagnose
+
+UNSTABLE = Mistake("unstable", "exp without subtracting the max",
+                   "def f(x):\n    e = np.exp(x)\n    return e / e.sum()\n")
+WRONG_AXIS = Mistake("axis0", "softmax over the first axis",
+                     "def f(x):\n    e = np.exp(x - x.max(0))\n    return e / e.sum(0)\n")
+TASK = Task("demo", "f", lambda x: softmax(x, axis=-1),
+            lambda rng: [(rng.normal(size=(3, 4)),), (np.array([[1e4, 0.0, -1e4]]),)], (UNSTABLE, WRONG_AXIS))
+
+
+def test_describe_difference_says_shape_then_where():
+    assert "expected shape (2, 3), got (3, 2)" in describe_difference(np.ones((3, 2)), np.ones((2, 3)), 1e-5, 1e-8)
+    msg = describe_difference(np.array([1.0, 2.5]), np.array([1.0, 2.0]), 1e-5, 1e-8)
+    assert "1 of 2 values differ" in msg and "index (1,)" in msg
+    assert describe_difference((np.ones(2), 1.0), (np.ones(2), 1.0), 1e-5, 1e-8) is None
+    assert "tuple of 2" in describe_difference(np.ones(2), (np.ones(2), 1.0), 1e-5, 1e-8)
+
+
+def test_nan_never_matches_the_reference_but_may_match_a_mistake():
+    nan_out = np.array([[np.nan, 0.0, 0.0]])
+    assert describe_difference(nan_out, nan_out, 1e-5, 1e-8) is not None
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert diagnose(TASK, nan_out, (np.array([[1e4, 0.0, -1e4]]),)) is UNSTABLE
+
+
+@pytest.mark.parametrize("mistake", [UNSTABLE, WRONG_AXIS])
+def test_check_names_each_mistake(monkeypatch, mistake):
+    from attn_ref.grading import core
+
+    monkeypatch.setattr(core, "get_task", lambda a, f: TASK)
+    with np.errstate(over="ignore", invalid="ignore"), pytest.raises(GradingError, match=rf"\[{mistake.name}\]"):
+        core.check("demo", "f", core.load_mistake(TASK, mistake))
+    core.check("demo", "f", lambda x: softmax(x))  # the right answer passes
+
+
+def test_check_reports_unanswered_and_exceptions(monkeypatch):
+    from attn_ref.grading import core
+
+    monkeypatch.setattr(core, "get_task", lambda a, f: TASK)
+
+    def unanswered(x):
+        raise NotImplementedError
+
+    with pytest.raises(GradingError, match="not answered yet"):
+        core.check("demo", "f", unanswered)
+    with pytest.raises(GradingError, match=r"raised ZeroDivisionError.*shapes \(\(3, 4\)\)"):
+        core.check("demo", "f", lambda x: 1 / 0)
