@@ -222,6 +222,7 @@ class Visit:
         self.math_elements = 0
         self.mjx = 0
         self.raw_tex: list[str] = []
+        self.raw_tables: list[str] = []
         self.widgets = 0
         self.next = self.prev = None
         self.sidebar: list[str] = []
@@ -235,15 +236,17 @@ async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
   const maths = [...document.querySelectorAll('article .math')];
   const article = (document.querySelector('article') || document.body).cloneNode(true);
-  article.querySelectorAll('pre, code, script, style, mjx-container, .cell_output').forEach(e => e.remove());
+  article.querySelectorAll('pre, code, script, style, mjx-container').forEach(e => e.remove());
   const text = article.innerText;
-  const raw = (text.match(/\\$\\$|\\\\\\(|\\\\\\[|\\\\begin\\{/g) || []);
+  const raw = (text.match(/\\$\\$|\\\\\\(|\\\\\\[|\\\\begin\\{|\\$[^$\\s][^$\\n]{0,80}\\$/g) || []);
+  const rawTables = (text.match(/\\|\\s*:?[-\u2013\u2014]+:?\\s*\\|/g) || []);
   return {
     broken: [...document.images].filter(i => i.naturalWidth === 0).map(i => i.getAttribute('src')),
     maths: maths.length,
     untypeset: maths.filter(m => !m.querySelector('mjx-container')).length,
     mjx: document.querySelectorAll('mjx-container').length,
     raw: raw,
+    rawTables: rawTables,
     widgets: document.querySelectorAll('.jupyter-widgets, [class*="widget-"]').length,
     next: (document.querySelector('a.right-next') || {}).href || null,
     prev: (document.querySelector('a.left-prev') || {}).href || null,
@@ -285,6 +288,7 @@ def visit(server, browser_context):
             v = current[-1]
             v.broken_images, v.math_elements, v.untypeset_math = info["broken"], info["maths"], info["untypeset"]
             v.mjx, v.raw_tex, v.widgets = info["mjx"], info["raw"], info["widgets"]
+            v.raw_tables = info["rawTables"]
             v.next, v.prev, v.sidebar = info["next"], info["prev"], info["sidebar"]
             page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}.png"), full_page=True)
             visits[name] = v
@@ -312,6 +316,7 @@ class TestSiteInBrowser:
             assert v.math_elements and v.untypeset_math == 0 and v.mjx >= v.math_elements, (
                 f"{name}: {v.untypeset_math} of {v.math_elements} math elements not typeset by MathJax")
         assert not v.raw_tex, f"{name}: raw TeX left in the text: {v.raw_tex[:5]}"
+        assert not v.raw_tables, f"{name}: a markdown table shown as raw text: {v.raw_tables[:3]}"
         if WIDGET_VIEW in html:
             assert v.widgets, f"{name} has widget output but no widget was rendered"
 
