@@ -8,13 +8,15 @@ sidebar reach every chapter, search finds "softmax" and "positional"; a full-pag
 of each page goes to _build/screenshots/ for review.
 
 Needs the built site (`make book`) and Debian's chromium (`sudo apt-get install chromium` or
-`make browser`); without them these tests are skipped, except in CI (env CI set) where they fail.
+`make browser`; CHROMIUM=path overrides it); without them these tests are skipped, except in CI
+(env CI set) where they fail. SITE_HTML / SITE_TOC point them at another build (tests/site_helpers.py).
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import os
 import re
 import shutil
 import threading
@@ -28,7 +30,7 @@ from site_helpers import ROOT, SITE, need, need_site, page_source, toc_pages
 
 PAGES = toc_pages()
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
