@@ -25,14 +25,17 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attn_ref)" >/dev/null
 	@touch $(STAMP)
 
-# Debian's chromium for the browser tests; installed with apt when absent and we may (root).
+# Debian's chromium (and CJK fonts for the screenshots) for the browser tests; installed with
+# apt when absent and we may (root). Playwright's own browser download is never used.
 browser:
-	@if ! command -v chromium >/dev/null 2>&1; then \
+	@missing=""; command -v chromium >/dev/null 2>&1 || missing="chromium"; \
+	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian's chromium for the browser tests (about a minute)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    echo "installing$$missing with apt for the browser tests (about a minute)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "no chromium and not root: browser tests will be skipped (sudo apt-get install chromium)"; \
+	    echo "missing:$$missing and not root: browser tests will be skipped (sudo apt-get install$$missing)"; \
 	  fi; \
 	fi
 
