@@ -692,6 +692,12 @@ def load_results(root: str) -> dict[str, dict]:
 def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
           shard: tuple[int, int] | None = None, results_out: str | None = None, verbose: bool = True) -> dict:
     """Grade the course at ``root``; return {"student/assignment": result} of this run."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not in session.*")
+        return _grade(root, jobs, only, opts, shard, results_out, verbose)
+
+
+def _grade(root, jobs, only, opts, shard, results_out, verbose) -> dict:
     opts = opts or Options()
     ensure_venv_on_path()
     root = os.path.realpath(root)

@@ -138,7 +138,7 @@ def _save(value, prefix):
     kind, payload = value
     if kind == "tuple":
         return {"tuple": [_save(v, f"{prefix}_{i}") for i, v in enumerate(payload)]}
-    np.save(os.path.join(out_dir, prefix + ".npy"), np.ascontiguousarray(payload), allow_pickle=False)
+    np.save(os.path.join(out_dir, prefix + ".npy"), np.asarray(payload, order="C"), allow_pickle=False)
     return {"array": prefix + ".npy"}
 
 def _write_index():
