@@ -16,7 +16,7 @@ import shutil
 import nbformat
 import pytest
 
-from attn_ref.grading.autograde import Options, find_assignments, grade
+from attn_ref.grading.autograde import Options, find_assignments, grade, main
 from attn_ref.grading.core import tasks_of
 from attn_ref.grading.release import release
 
@@ -126,7 +126,7 @@ def test_every_mistake_is_caught_and_named(graded_class, a):
     assert not problems, problems
 
 
-def test_jobs_2_equals_jobs_1(tmp_path, fresh_release):
+def test_jobs_2_and_shards_equal_jobs_1(tmp_path, fresh_release):
     a = "ps04_step_by_step"
     if a not in ASSIGNMENTS:
         pytest.skip("no ps04")
@@ -134,7 +134,7 @@ def test_jobs_2_equals_jobs_1(tmp_path, fresh_release):
     rel = nbformat.read(str(fresh_release / a / (a + ".ipynb")), as_version=4)
     t = tasks_of(a)
     csvs = []
-    for jobs in (1, 2):
+    for jobs in (1, 2, "shards"):
         root = tmp_path / f"j{jobs}"
         shutil.copytree(os.path.join(REPO, "solutions", a), root / "solutions" / a)
         for student, nb in (("ann", _fill(rel, _answers(src))), ("ben", rel),
@@ -143,9 +143,16 @@ def test_jobs_2_equals_jobs_1(tmp_path, fresh_release):
             d.mkdir(parents=True)
             nbformat.write(nb, str(d / (a + ".ipynb")))
         (root / "submitted" / "dee" / a).mkdir(parents=True)
-        grade(str(root), jobs=jobs, opts=OPTS, verbose=False)
+        if jobs == "shards":  # the several-machines path: two slices, then the one writer merges
+            parts = [str(tmp_path / f"part{k}.json") for k in range(2)]
+            for k in range(2):
+                grade(str(root), shard=(k, 2), results_out=parts[k], opts=OPTS, verbose=False)
+            assert not (root / "grades.csv").exists() and not (root / "gradebook.db").exists()
+            assert main(["--course", str(root), "--merge", *parts]) == 0
+        else:
+            grade(str(root), jobs=jobs, opts=OPTS, verbose=False)
         csvs.append((root / "grades.csv").read_text())
-    assert csvs[0] == csvs[1]
+    assert csvs[0] == csvs[1] == csvs[2]
     rows = list(csv.DictReader(csvs[0].splitlines()))
     assert [r["student"] for r in rows] == ["ann", "ben", "cy", "dee"]
     assert rows[0]["total"] == rows[0]["max"] and rows[3]["status"] == "ungradable"

@@ -110,10 +110,20 @@ def find_submissions(root: str, assignments: list[str]) -> list[tuple[str, str]]
 
 
 def ensure_venv_on_path() -> None:
-    """nbgrader runs the ``alembic`` command when it creates a gradebook: it lives next to this Python."""
+    """nbgrader runs the ``alembic`` command when it creates a gradebook: it lives next to this Python.
+
+    It runs it for every new gradebook (about a second each); the answer is the same every time, so
+    it is asked once per process.
+    """
     bindir = os.path.dirname(sys.executable)
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    import functools
+
+    import nbgrader.api as api
+
+    if not hasattr(api.get_alembic_version, "cache_info"):
+        api.get_alembic_version = functools.lru_cache(maxsize=1)(api.get_alembic_version)
 
 
 def _nbgrader_config(root: str, db_url: str, opts: Options | None = None):
@@ -193,8 +203,9 @@ def prepare(root: str, assignments: list[str], scratch: str, master_db: str | No
         os.makedirs(os.path.join(prep, "source", a), exist_ok=True)
         shutil.copy(os.path.join(root, "solutions", a, a + ".ipynb"), os.path.join(prep, "source", a, a + ".ipynb"))
         try:
-            for db in [course.template_db] + ([master_db] if master_db else []):
-                _converter(GenerateAssignment, prep, "sqlite:///" + db, a).start()
+            _converter(GenerateAssignment, prep, "sqlite:///" + course.template_db, a).start()
+            if master_db and os.path.exists(master_db):
+                _converter(GenerateAssignment, prep, "sqlite:///" + master_db, a).start()
             release = nbformat.read(os.path.join(prep, "release", a, a + ".ipynb"), as_version=4)
         except Exception as exc:  # noqa: BLE001 - one broken source must not stop the other assignments
             course.broken[a] = f"the source of {a} could not be generated ({type(exc).__name__})"
@@ -203,6 +214,8 @@ def prepare(root: str, assignments: list[str], scratch: str, master_db: str | No
         source = nbformat.read(os.path.join(prep, "source", a, a + ".ipynb"), as_version=4)
         setup = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
         course.setups[a] = setup[0] if setup else ""
+    if master_db and not os.path.exists(master_db) and os.path.exists(course.template_db):
+        shutil.copy(course.template_db, master_db)  # a new course: its gradebook starts as the template
     # Nothing with a solution stays on disk while students' code runs: only the template gradebook.
     shutil.rmtree(os.path.join(prep, "source"), ignore_errors=True)
     shutil.rmtree(os.path.join(prep, "release"), ignore_errors=True)
