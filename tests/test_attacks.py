@@ -54,7 +54,7 @@ def graded(tmp_path_factory):
         keep = os.path.join(dst, ".keep")
         if os.path.exists(keep):
             os.remove(keep)
-    opts = Options(cell_timeout=10, budget=90, recheck_seconds=60, call_seconds=5, memory=3 << 30)
+    opts = Options(cell_timeout=15, budget=120, recheck_seconds=60, call_seconds=5, memory=3 << 30)
     results = grade(root, jobs=2, opts=opts, verbose=False)
     with open(os.path.join(root, "grades.csv")) as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
