@@ -1,23 +1,17 @@
-"""Catalogues ps03_relevance and ps05_matrix_form: the solutions pass, every mistake is caught and named.
+"""Catalogues ps03_relevance and ps05_matrix_form: their references agree with PyTorch and the formulas.
 
-In-process (no nbgrader): each mistake's answer cell, loaded after the task's setup, must fail
-:func:`check` with its own name in the message; the source notebooks' setup and answer cells must be
-the catalogue's; the references agree with PyTorch and with the formulas written out here.
+(Solutions passing and mistakes named, for every catalogue: test_catalogues.py.)
 """
 
-import warnings
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_ref.grading import GradingError, check
 from attn_ref.grading import ps03_relevance as ps03
 from attn_ref.grading import ps05_matrix_form as ps05
-from attn_ref.grading.core import Mistake, load_mistake
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = [ps03, ps05]
@@ -26,41 +20,6 @@ TASKS = [(m, t) for m in MODULES for t in m.TASKS]
 
 def _ids(item):
     return f"{item[1].assignment}.{item[1].func_name}"
-
-
-@pytest.mark.parametrize("item", TASKS, ids=_ids)
-def test_solution_passes(item):
-    module, task = item
-    all_answers = "\n".join(module.SOLUTIONS.values())
-    check(task.assignment, task.func_name, load_mistake(task, Mistake("solution", "", all_answers)))
-
-
-@pytest.mark.parametrize("item", TASKS, ids=_ids)
-def test_every_mistake_is_caught_and_named(item):
-    _, task = item
-    assert len(task.mistakes) >= 3
-    assert len({m.name for m in task.mistakes}) == len(task.mistakes)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")  # the unstabilised softmax overflows on purpose
-        for mistake in task.mistakes:
-            with pytest.raises(GradingError, match=rf"\[{mistake.name}\]"):
-                check(task.assignment, task.func_name, load_mistake(task, mistake))
-
-
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
-def test_source_notebook_matches_catalogue(module):
-    path = ROOT / "solutions" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    cells = {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells}
-    assert cells["setup"].source.strip() == module.SETUP.strip()
-    for task in module.TASKS:
-        assert task.setup.strip() == module.SETUP.strip()
-        assert cells[f"{task.func_name}_answer"].source.strip() == module.SOLUTIONS[task.func_name].strip()
-        test_src = cells[f"{task.func_name}_test"].source
-        assert f'check("{module.ASSIGNMENT}", "{task.func_name}", {task.func_name})' in test_src
-    released = ROOT / "exercises" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
-    text = released.read_text()
-    assert "BEGIN SOLUTION" not in text and "attn_ref" not in text
 
 
 def test_ps05_example_is_the_books():
