@@ -5,7 +5,7 @@
 Four students hand in the assignment (default ps04_step_by_step, the worked example):
 ``correct`` (the solution's answers), ``partly_wrong`` (one catalogued mistake), ``blank`` (the
 release, unanswered) and ``broken`` (a notebook whose JSON is cut off).  Without ``--course`` the
-class is built in a scratch folder (solutions/ copied there) and the results are printed; with
+class is built in _build/grade-demo (solutions/ copied there, replaced on each run) and kept; with
 ``--course`` the submissions are written into that course's submitted/ folder.
 """
 
@@ -15,7 +15,6 @@ import argparse
 import copy
 import os
 import shutil
-import tempfile
 
 import nbformat
 
@@ -59,28 +58,26 @@ def build(root: str, assignment: str, repo: str) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="grade a small demo class")
     p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--course", help="write the demo submissions into this course (default: a scratch folder)")
+    p.add_argument("--course", help="write the demo submissions into this course "
+                                     "(default: a fresh demo course in _build/grade-demo, kept for reading)")
     p.add_argument("--assignment", default="ps04_step_by_step")
     args = p.parse_args(argv)
     repo = os.path.realpath(".")
     if args.course:
         root = os.path.realpath(args.course)
-        build(root, args.assignment, repo)
-        grade(root, jobs=args.jobs, only=[args.assignment])
-        print(f"results: {os.path.join(root, 'grades.csv')}")
-        return 0
-    root = tempfile.mkdtemp(prefix="attn-demo-")
-    try:
+    else:
+        root = os.path.join(repo, "_build", "grade-demo")
+        shutil.rmtree(root, ignore_errors=True)
         os.makedirs(os.path.join(root, "solutions"))
         shutil.copytree(os.path.join(repo, "solutions", args.assignment),
                         os.path.join(root, "solutions", args.assignment))
-        build(root, args.assignment, repo)
-        grade(root, jobs=args.jobs, only=[args.assignment])
-        print("\ngrades.csv:")
-        with open(os.path.join(root, "grades.csv")) as f:
-            print(f.read())
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    build(root, args.assignment, repo)
+    grade(root, jobs=args.jobs, only=[args.assignment])
+    print("\ngrades.csv:")
+    with open(os.path.join(root, "grades.csv")) as f:
+        print(f.read())
+    print(f"Read them: {os.path.join(root, 'grades.csv')}, {os.path.join(root, 'grading_report.md')}, "
+          f"feedback HTML under {os.path.join(root, 'feedback')}/")
     return 0
 
 
