@@ -6,6 +6,7 @@ timeouts, then a resubmission after a full score is graded again.
 """
 
 import csv
+import glob
 import json
 import os
 import shutil
@@ -81,6 +82,11 @@ def test_attack_outcome(graded, name):
         assert row["status"] == "ok", (row["status"], row["reason"])
     if "marker" in exp:
         assert _marker_processes(exp["marker"]) == [], "a process started by the notebook outlived grading"
+    if exp.get("no_leak"):  # what the kernel printed reaches the student's feedback: no instructor file in it
+        for path in glob.glob(os.path.join(root, "feedback", name, "**", "*.html"), recursive=True):
+            text = open(path).read()
+            # the source notebook's JSON, printed by the kernel, would show its keys (feedback shows no JSON)
+            assert "&quot;cell_type&quot;" not in text and '"cell_type"' not in text, path
 
 
 def test_instructor_files_intact(graded):

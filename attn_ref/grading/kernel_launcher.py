@@ -17,6 +17,12 @@ The grader's kernelspec (written into the scratch course by :mod:`attn_ref.gradi
   neither read nor write; ``deny_write``: folders it may not write into; ``log``: where denied
   attempts are written (the grader reports them as flags).
 
+The audit hook stops Python's ``open``; it cannot stop a program the kernel starts (``cat``).  So,
+where the launcher may (root, as in CI), the kernel also gets a mount namespace of its own
+(:func:`isolate_mounts`): every denied path is covered by an empty, unreadable tmpfs (folders) or
+``/dev/null`` (files), and the ``deny_write`` folders are remounted read-only.  Every process the
+kernel starts inherits that view; the grader's own view is unchanged.
+
 jupyter_client starts the kernel in its own session, so the grader can kill its process group.
 """
 
@@ -57,6 +63,45 @@ def install_audit_hook(deny: list[str], deny_write: list[str], log=None) -> None
     sys.addaudithook(hook)
 
 
+CLONE_NEWNS = 0x00020000
+
+
+def isolate_mounts(deny: list[str], deny_write: list[str], keep: list[str]) -> bool:
+    """Enter a private mount namespace hiding ``deny`` and making ``deny_write`` read-only.
+
+    ``keep``: paths the kernel needs (its cwd, home, connection file): a deny or read-only path that
+    contains one of them is left alone.  Returns False (and changes nothing) where unshare is not allowed.
+    """
+    import ctypes
+    import subprocess
+
+    if os.geteuid() != 0 or not os.path.exists("/bin/mount"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+
+    def mount(*args: str) -> None:
+        subprocess.run(["/bin/mount", *args], check=True, capture_output=True)
+
+    def needed(path: str) -> bool:
+        return any(k == path or k.startswith(path.rstrip("/") + "/") for k in keep)
+
+    mount("--make-rprivate", "/")  # nothing below propagates back to the grader
+    for path in dict.fromkeys(os.path.realpath(p) for p in deny_write):
+        if os.path.isdir(path) and not needed(path):
+            mount("--bind", path, path)
+            mount("-o", "remount,bind,ro", path)
+    for path in dict.fromkeys(os.path.realpath(p) for p in deny):
+        if needed(path):
+            continue
+        if os.path.isdir(path):
+            mount("-t", "tmpfs", "-o", "size=4k,mode=000", "none", path)
+        elif os.path.isfile(path):
+            mount("--bind", "/dev/null", path)
+    return True
+
+
 def apply_limits(policy: dict) -> None:
     for name, key in (("RLIMIT_AS", "rlimit_as"), ("RLIMIT_CPU", "rlimit_cpu"), ("RLIMIT_FSIZE", "rlimit_fsize")):
         value = policy.get(key)
@@ -93,6 +138,8 @@ def main(argv: list[str]) -> None:
     os.environ.clear()
     os.environ.update(env)
     log = open(policy["log"], "a", buffering=1) if policy.get("log") else None  # noqa: SIM115 - opened before the drop
+    keep = [os.path.realpath(p) for p in (os.getcwd(), home, connection_file, policy.get("log"), policy_path) if p]
+    isolate_mounts(policy.get("deny", []), policy.get("deny_write", []), keep)
     drop_privileges(policy, connection_file)
     apply_limits(policy)
     install_audit_hook(policy.get("deny", []), policy.get("deny_write", []), log)

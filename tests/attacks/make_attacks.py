@@ -83,6 +83,14 @@ attacks["a07_read_solutions"] = (honest(output_for_query_answer=(
     "import json\nfor _c in json.load(open('{COURSE}/solutions/ps04_step_by_step/ps04_step_by_step.ipynb'))['cells']:\n"
     "    if _c['metadata'].get('nbgrader', {}).get('grade_id') == 'output_for_query_answer':\n"
     "        exec(''.join(_c['source']))\n")), {"score": 7, "flagged": True})
+attacks["a07b_read_solutions_via_cat"] = (honest(output_for_query_answer=(
+    "import json, subprocess\n"
+    "_text = subprocess.run(['cat', '{COURSE}/solutions/ps04_step_by_step/ps04_step_by_step.ipynb'],\n"
+    "                       capture_output=True, text=True).stdout\n"
+    "print(_text)  # would publish the instructor's notebook in the feedback\n"
+    "for _c in json.loads(_text)['cells']:\n"
+    "    if _c['metadata'].get('nbgrader', {}).get('grade_id') == 'output_for_query_answer':\n"
+    "        exec(''.join(_c['source']))\n")), {"score": 7, "flagged": True, "no_leak": True})
 nb = honest()
 del nb.cells[nb.cells.index(cell(nb, "normalise_test"))]
 dup = copy.deepcopy(cell(nb, "query_key_value_test"))
