@@ -83,6 +83,8 @@ def test_attack_outcome(graded, name):
     if "marker" in exp:
         assert _marker_processes(exp["marker"]) == [], "a process started by the notebook outlived grading"
     if exp.get("no_leak"):  # what the kernel printed reaches the student's feedback: no instructor file in it
+        if os.geteuid() != 0 and not os.environ.get("CI"):
+            pytest.skip("hiding instructor files from the kernel's programs needs root (a mount namespace)")
         for path in glob.glob(os.path.join(root, "feedback", name, "**", "*.html"), recursive=True):
             text = open(path).read()
             # the source notebook's JSON, printed by the kernel, would show its keys (feedback shows no JSON)
