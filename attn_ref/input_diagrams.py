@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
+from .diagrams import _finish
+
 WORD_COLOR = "#dbe9f6"
 FCN_COLOR = "#fde0c5"
 LABEL_COLOR = "#d9f0d3"
@@ -36,15 +38,6 @@ def _arrow(ax, start, end, color="0.35", lw=1.0):
                             shrinkA=0, shrinkB=0)
     ax.add_patch(arrow)
     return arrow
-
-
-def _finish(ax, xmin, xmax, ymin, ymax, title=None):
-    ax.set_xlim(xmin, xmax)
-    ax.set_ylim(ymin, ymax)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    if title:
-        ax.set_title(title)
 
 
 def draw_sequence_task(ax, inputs, outputs, links, *, title=None, model="model", spacing=1.3):

@@ -8,7 +8,6 @@
 All submissions of all assignments are graded in ONE run (mistake k of every task in one notebook).
 """
 
-import copy
 import csv
 import os
 import shutil
@@ -18,6 +17,7 @@ import pytest
 
 from attn_ref.grading.autograde import Options, find_assignments, grade, main
 from attn_ref.grading.core import tasks_of
+from attn_ref.grading.demo import answers_of, with_answers
 from attn_ref.grading.release import release
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,20 +47,6 @@ def test_exercises_are_generated_from_solutions(fresh_release, a):
     assert _cells(nbformat.read(mine, as_version=4)) == _cells(fresh), f"exercises/{a} is stale: run make release"
 
 
-def _answers(nb):
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
-
-
-def _fill(release_nb, answers):
-    nb = copy.deepcopy(release_nb)
-    for c in nb.cells:
-        gid = c.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in answers:
-            c.source = answers[gid]
-    return nb
-
-
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory, fresh_release):
     """solution, blank and mistake_<k> (mistake k of every task) of every assignment, graded at once."""
@@ -70,12 +56,12 @@ def graded_class(tmp_path_factory, fresh_release):
         shutil.copytree(os.path.join(REPO, "solutions", a), os.path.join(root, "solutions", a))
         src = nbformat.read(os.path.join(REPO, "solutions", a, a + ".ipynb"), as_version=4)
         rel = nbformat.read(str(fresh_release / a / (a + ".ipynb")), as_version=4)
-        sol = _answers(src)
+        sol = answers_of(src)
         try:
             tasks = tasks_of(a)
         except ImportError:  # no catalogue yet: test_every_mistake_is_caught_and_named fails for it
             tasks = []
-        subs = {"solution": _fill(rel, sol), "blank": rel}
+        subs = {"solution": with_answers(rel, sol), "blank": rel}
         for k in range(max((len(t.mistakes) for t in tasks), default=0)):
             answers = dict(sol)
             planted = {}
@@ -83,7 +69,7 @@ def graded_class(tmp_path_factory, fresh_release):
                 if k < len(t.mistakes):
                     answers[f"{t.func_name}_answer"] = t.mistakes[k].source
                     planted[t.func_name] = t.mistakes[k]
-            subs[f"mistake_{k}"] = _fill(rel, answers)
+            subs[f"mistake_{k}"] = with_answers(rel, answers)
             plan[(f"mistake_{k}", a)] = planted
         for student, nb in subs.items():
             d = os.path.join(root, "submitted", student, a)
@@ -137,8 +123,9 @@ def test_jobs_2_and_shards_equal_jobs_1(tmp_path, fresh_release):
     for jobs in (1, 2, "shards"):
         root = tmp_path / f"j{jobs}"
         shutil.copytree(os.path.join(REPO, "solutions", a), root / "solutions" / a)
-        for student, nb in (("ann", _fill(rel, _answers(src))), ("ben", rel),
-                            ("cy", _fill(rel, {**_answers(src), f"{t[2].func_name}_answer": t[2].mistakes[1].source}))):
+        wrong = {**answers_of(src), f"{t[2].func_name}_answer": t[2].mistakes[1].source}
+        for student, nb in (("ann", with_answers(rel, answers_of(src))), ("ben", rel),
+                            ("cy", with_answers(rel, wrong))):
             d = root / "submitted" / student / a
             d.mkdir(parents=True)
             nbformat.write(nb, str(d / (a + ".ipynb")))
