@@ -40,6 +40,22 @@ def check_dim(actual: int, expected: int, what: str, layout: str, shape) -> None
         )
 
 
+def as_qkv(q, k, v, same_length: bool = False):
+    """q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v) as arrays, their shapes checked.
+
+    ``same_length``: self-attention, where n_q must equal n_k.
+    """
+    q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
+    check_min_ndim(q, "q", 2, "(..., n_q, d_k)")
+    check_min_ndim(k, "k", 2, "(..., n_k, d_k)")
+    check_min_ndim(v, "v", 2, "(..., n_k, d_v)")
+    check_dim(k.shape[-1], q.shape[-1], "k's d_k vs q's", "(..., n_k, d_k)", k.shape)
+    if same_length:
+        check_dim(k.shape[-2], q.shape[-2], "k's n vs q's (self-attention)", "(..., n, d_k)", k.shape)
+    check_dim(v.shape[-2], k.shape[-2], "v's n_k vs k's", "(..., n_k, d_v)", v.shape)
+    return q, k, v
+
+
 def default_scale(d_k: int, scale: float | None) -> float:
     """The paper's (and PyTorch's) default 1/sqrt(d_k); ``scale=1.0`` gives the lecture's unscaled scores.
 

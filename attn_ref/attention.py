@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_array, check_dim, check_min_ndim, check_ndim, default_scale
+from ._checks import as_array, as_qkv, check_dim, check_min_ndim, check_ndim, default_scale
 from .softmax import softmax
 
 
@@ -127,12 +127,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale: float | None = None)
     mask: broadcastable to (..., n_q, n_k), boolean (True = may attend) or additive.
     Returns ``(output (..., n_q, d_v), weights (..., n_q, n_k))``.
     """
-    q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
-    check_min_ndim(q, "q", 2, "(..., n_q, d_k)")
-    check_min_ndim(k, "k", 2, "(..., n_k, d_k)")
-    check_min_ndim(v, "v", 2, "(..., n_k, d_v)")
-    check_dim(k.shape[-1], q.shape[-1], "k's d_k vs q's", "(..., n_k, d_k)", k.shape)
-    check_dim(v.shape[-2], k.shape[-2], "v's n_k vs k's", "(..., n_k, d_v)", v.shape)
+    q, k, v = as_qkv(q, k, v)
     s = default_scale(q.shape[-1], scale)
     # Scale q (n d values) rather than the scores (n^2); a Python float keeps float32 as float32.
     scores = (q * s) @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) x (..., d_k, n_k) -> (..., n_q, n_k)

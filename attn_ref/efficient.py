@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_array, check_dim, check_min_ndim
+from ._checks import as_array, as_qkv
 
 
 class OnlineSoftmax(NamedTuple):
@@ -141,12 +141,7 @@ def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int
     For large inputs the query blocks are shared among as many Python threads as NumPy's BLAS
     may use (``threadpoolctl.threadpool_limits`` sets that), each running BLAS on one thread.
     """
-    q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
-    check_min_ndim(q, "q", 2, "(..., n_q, d_k)")
-    check_min_ndim(k, "k", 2, "(..., n_k, d_k)")
-    check_min_ndim(v, "v", 2, "(..., n_k, d_v)")
-    check_dim(k.shape[-1], q.shape[-1], "k's d_k vs q's", "(..., n_k, d_k)", k.shape)
-    check_dim(v.shape[-2], k.shape[-2], "v's n_k vs k's", "(..., n_k, d_v)", v.shape)
+    q, k, v = as_qkv(q, k, v)
     if block < 1 or (block_q is not None and block_q < 1):
         raise ValueError(f"block: expected block sizes >= 1, got block={block}, block_q={block_q}")
     dtype = np.result_type(q, k, v)

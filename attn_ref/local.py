@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._checks import as_array, check_dim, check_min_ndim, default_scale
+from ._checks import as_array, as_qkv, check_dim, check_min_ndim, default_scale
 from .softmax import softmax
 
 
@@ -68,13 +68,7 @@ def banded_attention(q, k, v, w: int, scale: float | None = None):
     ``band_weights[..., i, t]`` is the weight of key j = i - w + t (zero outside the sequence).
     The output equals ``scaled_dot_product_attention(q, k, v, mask=band_mask(n, w))``.
     """
-    q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
-    check_min_ndim(q, "q", 2, "(..., n, d_k)")
-    check_min_ndim(k, "k", 2, "(..., n, d_k)")
-    check_min_ndim(v, "v", 2, "(..., n, d_v)")
-    check_dim(k.shape[-1], q.shape[-1], "k's d_k vs q's", "(..., n, d_k)", k.shape)
-    check_dim(k.shape[-2], q.shape[-2], "k's n vs q's (self-attention)", "(..., n, d_k)", k.shape)
-    check_dim(v.shape[-2], q.shape[-2], "v's n vs q's (self-attention)", "(..., n, d_v)", v.shape)
+    q, k, v = as_qkv(q, k, v, same_length=True)
     w = _check_w(w)
     n = q.shape[-2]
     s = default_scale(q.shape[-1], scale)
