@@ -232,14 +232,8 @@ def draw_dot_product(ax, a_i, a_j, W_q, W_k, *, i=1, j=2, scale=1.0, title=None)
     prod = q * k  # (d_k,) element-wise
     alpha = scale * float(prod.sum())
     norm = _norm(np.concatenate([a_i, a_j, q, k, prod]), MATRIX_CMAP)
-    cells = []
     y_q, y_k = 1.4, -1.4
-    cells += _column(ax, a_i, 0, y_q, f"$a^{i}$", norm=norm)
-    cells += _column(ax, a_j, 0, y_k, f"$a^{j}$", norm=norm)
-    _arrow(ax, (0.55, y_q), (1.9, y_q), "$W^q$")
-    _arrow(ax, (0.55, y_k), (1.9, y_k), "$W^k$")
-    cells += _column(ax, q, 2.0, y_q, f"$q^{i}$", norm=norm)
-    cells += _column(ax, k, 2.0, y_k, f"$k^{j}$", norm=norm)
+    cells = _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k)
     _arrow(ax, (2.5, y_q), (3.9, 0.25), None)
     _arrow(ax, (2.5, y_k), (3.9, -0.25), None)
     ax.text(3.3, 0, "×", ha="center", va="center", fontsize=14)
@@ -250,6 +244,17 @@ def draw_dot_product(ax, a_i, a_j, W_q, W_k, *, i=1, j=2, scale=1.0, title=None)
     half = max(len(a_i), len(q)) * 0.2
     _finish(ax, -0.3, 8.0, y_k - half - 0.4, y_q + half + 0.6, title)
     return {"cells": cells, "alpha": alpha}
+
+
+def _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k):
+    """The front half shared by both relevance diagrams: a^i -W^q-> q^i above, a^j -W^k-> k^j below."""
+    cells = _column(ax, a_i, 0, y_q, f"$a^{i}$", norm=norm)
+    cells += _column(ax, a_j, 0, y_k, f"$a^{j}$", norm=norm)
+    _arrow(ax, (0.55, y_q), (1.9, y_q), "$W^q$")
+    _arrow(ax, (0.55, y_k), (1.9, y_k), "$W^k$")
+    cells += _column(ax, q, 2.0, y_q, f"$q^{i}$", norm=norm)
+    cells += _column(ax, k, 2.0, y_k, f"$k^{j}$", norm=norm)
+    return cells
 
 
 def draw_additive(ax, a_i, a_j, W_q, W_k, w, *, i=1, j=2, title=None):
@@ -267,14 +272,8 @@ def draw_additive(ax, a_i, a_j, W_q, W_k, w, *, i=1, j=2, title=None):
     t = np.tanh(s)
     alpha = float(w @ t)
     norm = _norm(np.concatenate([a_i, a_j, q, k, s, t]), MATRIX_CMAP)
-    cells = []
     y_q, y_k = 1.4, -1.4
-    cells += _column(ax, a_i, 0, y_q, f"$a^{i}$", norm=norm)
-    cells += _column(ax, a_j, 0, y_k, f"$a^{j}$", norm=norm)
-    _arrow(ax, (0.55, y_q), (1.9, y_q), "$W^q$")
-    _arrow(ax, (0.55, y_k), (1.9, y_k), "$W^k$")
-    cells += _column(ax, q, 2.0, y_q, f"$q^{i}$", norm=norm)
-    cells += _column(ax, k, 2.0, y_k, f"$k^{j}$", norm=norm)
+    cells = _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k)
     _arrow(ax, (2.5, y_q), (3.9, 0.25))
     _arrow(ax, (2.5, y_k), (3.9, -0.25))
     ax.text(3.3, 0, "+", ha="center", va="center", fontsize=14)
