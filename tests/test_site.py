@@ -144,19 +144,38 @@ def test_widget_pages_use_the_local_html_manager():
         assert re.search(r'src="(\.\./)*_static/widgets/embed-amd\.js', html), page
 
 
-def test_launch_buttons_render():
-    """Every notebook page has a button per launch service configured in _config.yml."""
-    launch = CONFIG.get("launch_buttons", {})
-    services = {"binderhub_url": "/v2/gh/", "jupyterhub_url": "/hub/user-redirect/git-pull",
-                "colab_url": "/github/"}
-    expected = [(launch[key].rstrip("/") + path) for key, path in services.items() if launch.get(key)]
-    assert expected, "no launch service configured"
+def _launch_links(html: str) -> dict[str, str]:
+    """The launch dropdown's links by their label (Binder, JupyterHub, Colab)."""
+    menu = re.search(r'<div[^>]*launch-buttons.*?</ul>', html, re.S)
+    assert menu, "no launch menu"
+    return {label: href.replace("&amp;", "&") for href, label in
+            re.findall(r'<a href="([^"]+)"[^>]*>.*?<span class="btn__text-container">([^<]+)</span>', menu.group(0),
+                       re.S)}
+
+
+def test_launch_buttons_open_the_chapters_notebook():
+    """Every notebook page has a button per service configured in _config.yml (Binder, JupyterHub,
+    Colab), each opening that chapter's book/<page>.ipynb in the repository and branch configured
+    there (Colab opens only .ipynb)."""
+    launch, repo = CONFIG["launch_buttons"], CONFIG["repository"]
+    org_repo = urlparse(repo["url"]).path.strip("/")
+    branch = repo.get("branch", "main")
     notebooks = [p for p in PAGES if _is_notebook(p)]
     assert notebooks
     for page in notebooks:
-        html = _html(page)
-        for prefix in expected:
-            assert prefix in html, f"{page}: no launch button to {prefix}"
+        assert (ROOT / (page + ".ipynb")).is_file(), f"{page}.ipynb missing: run make notebooks"
+        expected = {
+            "Binder": f"{launch.get('binderhub_url', '').rstrip('/')}/v2/gh/{org_repo}/{branch}"
+                      f"?urlpath=tree/{page}.ipynb",
+            "JupyterHub": f"{launch.get('jupyterhub_url', '').rstrip('/')}/hub/user-redirect/git-pull?repo="
+                          f"{repo['url'].replace('://', '%3A//')}&urlpath=tree/{org_repo.split('/')[1]}/{page}.ipynb"
+                          f"&branch={branch}",
+            "Colab": f"{launch.get('colab_url', '').rstrip('/')}/github/{org_repo}/blob/{branch}/{page}.ipynb",
+        }
+        configured = {"Binder": "binderhub_url", "JupyterHub": "jupyterhub_url", "Colab": "colab_url"}
+        expected = {label: url for label, url in expected.items() if launch.get(configured[label])}
+        assert expected, "no launch service configured in _config.yml"
+        assert _launch_links(_html(page)) == expected, page
 
 
 def test_exercises_page_links_every_notebook():
