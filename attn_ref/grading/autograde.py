@@ -47,10 +47,14 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-import nbformat
+# jsonschema (under nbformat) builds an IRI grammar with rfc3987-syntax when it is imported: 1.3-2.4 s
+# of every grading process (jsonschema issue #1428), for a format notebooks never use. Without the
+# module jsonschema simply has no "iri" format checker.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+import nbformat  # noqa: E402
 
-from . import recheck as recheck_mod
-from .sanitize import sanitize
+from . import recheck as recheck_mod  # noqa: E402
+from .sanitize import sanitize  # noqa: E402
 
 # nbgrader's gradebook API triggers SQLAlchemy's "not in session" warnings when a submission is re-added.
 warnings.filterwarnings("ignore", message=".*not in session.*")
@@ -109,11 +113,15 @@ def find_submissions(root: str, assignments: list[str]) -> list[tuple[str, str]]
     return out
 
 
-def ensure_venv_on_path() -> None:
-    """nbgrader runs the ``alembic`` command when it creates a gradebook: it lives next to this Python.
+def nbgrader_setup() -> None:
+    """Put this Python's bin/ on PATH (nbgrader runs ``alembic`` from it) and spare nbgrader two costs.
 
-    It runs it for every new gradebook (about a second each); the answer is the same every time, so
-    it is asked once per process.
+    * When it creates a gradebook, nbgrader asks the ``alembic`` command for its schema's head
+      revision (a subprocess, about 2.5 s); the answer is read here instead, in this process, from
+      nbgrader's own migration scripts, once.
+    * Every ``Gradebook(...)`` (a dozen per submission) makes a new SQLAlchemy engine, and an engine
+      keeps the cache of compiled SQL, so every query was compiled anew; engines are kept here per
+      process and database URL (``Gradebook.close`` only disposes of their connections).
     """
     bindir = os.path.dirname(sys.executable)
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
@@ -123,7 +131,28 @@ def ensure_venv_on_path() -> None:
     import nbgrader.api as api
 
     if not hasattr(api.get_alembic_version, "cache_info"):
-        api.get_alembic_version = functools.lru_cache(maxsize=1)(api.get_alembic_version)
+        api.get_alembic_version = functools.lru_cache(maxsize=1)(_alembic_head)
+    if api.create_engine is not _cached_engine:
+        _ENGINE_FACTORY.append(api.create_engine)
+        api.create_engine = _cached_engine
+
+
+_ENGINE_FACTORY: list = []
+_ENGINES: dict = {}
+
+
+def _cached_engine(url, **kwargs):
+    key = (os.getpid(), str(url), tuple(sorted(kwargs.items())))  # a forked worker makes its own
+    if key not in _ENGINES:
+        _ENGINES[key] = _ENGINE_FACTORY[0](url, **kwargs)
+    return _ENGINES[key]
+
+
+def _alembic_head() -> str:
+    import nbgrader
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(os.path.join(os.path.dirname(nbgrader.__file__), "alembic")).get_current_head()
 
 
 def _nbgrader_config(root: str, db_url: str, opts: Options | None = None):
@@ -144,6 +173,7 @@ def _nbgrader_config(root: str, db_url: str, opts: Options | None = None):
     c.Autograde.force = True
     c.GenerateAssignment.force = True
     c.GenerateFeedback.force = True
+    c.GenerateFeedback.exporter_class = "attn_ref.grading.feedback.FeedbackHTML"
     c.GenerateAssignment.create_assignment = True
     if opts is not None:
         from nbconvert.preprocessors import ClearMetadataPreprocessor
@@ -162,6 +192,9 @@ def _nbgrader_config(root: str, db_url: str, opts: Options | None = None):
         c.ContainedExecute.timeout = opts.cell_timeout
         c.ContainedExecute.budget = opts.budget
         c.ContainedExecute.kernel_name = "attn-grade"
+        # The outputs are in once the last cell has run: the kernel is killed rather than asked to
+        # shut down (nbclient's "graceful" waits for it to exit), and kill_leftovers cleans up after it.
+        c.ContainedExecute.shutdown_kernel = "immediate"
         c.ContainedExecute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
     return c
 
@@ -712,7 +745,7 @@ def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options
 
 def _grade(root, jobs, only, opts, shard, results_out, verbose) -> dict:
     opts = opts or Options()
-    ensure_venv_on_path()
+    nbgrader_setup()
     root = os.path.realpath(root)
     assignments = find_assignments(root, only)
     submissions = find_submissions(root, assignments)
@@ -864,7 +897,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--merge", nargs="+", help="merge results files written by --shard runs")
     args = p.parse_args(argv)
     root = os.path.realpath(args.course)
-    ensure_venv_on_path()
+    nbgrader_setup()
     if args.merge:
         this_run, assignments = {}, set()
         for path in args.merge:

@@ -13,14 +13,14 @@ import os
 import shutil
 import tempfile
 
-from .autograde import _converter, _quiet_logs, ensure_venv_on_path, find_assignments
+from .autograde import _converter, _quiet_logs, find_assignments, nbgrader_setup
 
 
 def release(root: str, assignments: list[str] | None = None, out: str | None = None) -> list[str]:
     """Generate every assignment of ``root``/solutions into ``out`` (default ``root``/exercises)."""
     from nbgrader.converters import GenerateAssignment
 
-    ensure_venv_on_path()
+    nbgrader_setup()
     root = os.path.realpath(root)
     names = find_assignments(root, assignments)
     scratch = tempfile.mkdtemp(prefix="attn-release-")

@@ -1,0 +1,62 @@
+"""What make grade does to spare nbgrader's slow paths gives the same answers as those paths.
+
+(tests/test_grading.py grades whole classes through them; these check each shortcut on its own.)
+"""
+
+import os
+import subprocess
+import sys
+
+from bs4 import BeautifulSoup
+
+from attn_ref.grading import autograde
+from attn_ref.grading.feedback import NO_ALT, add_missing_alt
+
+
+def test_alembic_head_read_in_process_equals_the_alembic_command():
+    import nbgrader.api as api
+
+    autograde.nbgrader_setup()
+    bindir = os.path.dirname(sys.executable)
+    with api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        out = subprocess.check_output([os.path.join(bindir, "alembic"), "-c", ini, "heads"], text=True)
+    assert autograde._alembic_head() == out.split("\n")[0].split(" ")[0]
+    assert api.get_alembic_version() == autograde._alembic_head()
+
+
+def test_gradebooks_of_one_database_share_an_engine_and_still_work(tmp_path):
+    from nbgrader.api import Gradebook
+
+    autograde.nbgrader_setup()
+    url = "sqlite:///" + str(tmp_path / "gradebook.db")
+    with Gradebook(url) as gb:
+        gb.add_student("ada")
+        first = gb.engine
+    with Gradebook(url) as gb:  # after close(): the engine's pool was disposed; it reconnects
+        assert gb.engine is first
+        assert [s.id for s in gb.students] == ["ada"]
+    with Gradebook("sqlite:///" + str(tmp_path / "other.db")) as gb:
+        assert gb.engine is not first and gb.students == []
+
+
+def test_rfc3987_grammar_is_not_built_by_the_grader():
+    code = "import sys, attn_ref.grading.autograde; print('rfc3987_syntax' in sys.modules and " \
+           "sys.modules['rfc3987_syntax'] is not None)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def _nbconvert_way(html: str) -> list:
+    """What nbconvert's HTMLExporter does to images after rendering (its BeautifulSoup pass)."""
+    soup = BeautifulSoup(html, features="html.parser")
+    for elem in soup.select("img:not([alt])"):
+        elem.attrs["alt"] = NO_ALT
+    return [img.get("alt") for img in soup.find_all("img")]
+
+
+def test_missing_alt_added_like_nbconvert():
+    html = ('<p>a</p><img src="data:image/png;base64,AAA="><img alt="a plot" src="x.png">'
+            '<IMG SRC="y.png"/><img\nsrc="z.png" class="big"><imgx src="no"><code>&lt;img src=q&gt;</code>'
+            '<img src="w.png" data-alt="not it">')
+    ours = [img.get("alt") for img in BeautifulSoup(add_missing_alt(html), features="html.parser").find_all("img")]
+    assert ours == _nbconvert_way(html) == [NO_ALT, "a plot", NO_ALT, NO_ALT, NO_ALT]
