@@ -1,7 +1,7 @@
 # Self-Attention, Step by Step.  Two commands on a fresh machine:
 #   make book   - set up .venv, build the HTML book into _build/html
 #   make test   - set up .venv, ruff, the book build, the pytest suite
-# Instructor: make grade [PS=ps05_matrix_form] [JOBS=2], make grade-demo.
+# Instructor: make grade [PS=ps05_matrix_form] [JOBS=2] [DB_URL=postgresql://...], make grade-demo.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 PYTHON ?= python3
@@ -10,6 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= 1
 PS ?=
+DB_URL ?=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
@@ -25,17 +26,19 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attn_ref)" >/dev/null
 	@touch $(STAMP)
 
-# Debian's chromium (and CJK fonts for the screenshots) for the browser tests; installed with
-# apt when absent and we may (root). Playwright's own browser download is never used.
+# Debian's chromium (and CJK fonts for the screenshots) for the browser tests, and PostgreSQL's
+# server binaries for the test of a PostgreSQL gradebook; installed with apt when absent and we
+# may (root). Playwright's own browser download is never used.
 browser:
 	@missing=""; command -v chromium >/dev/null 2>&1 || missing="chromium"; \
 	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
+	{ command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing$$missing with apt for the browser tests (about a minute)"; \
+	    echo "installing$$missing with apt for the browser and PostgreSQL tests (about a minute)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "missing:$$missing and not root: browser tests will be skipped (sudo apt-get install$$missing)"; \
+	    echo "missing:$$missing and not root: the tests that need them will be skipped (sudo apt-get install$$missing)"; \
 	  fi; \
 	fi
 
@@ -56,7 +59,7 @@ release: $(STAMP)
 	$(BIN)/python -m attn_ref.grading.release
 
 grade: $(STAMP)
-	$(BIN)/python -m attn_ref.grading.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS))
+	$(BIN)/python -m attn_ref.grading.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)')
 
 grade-demo: $(STAMP)
 	$(BIN)/python -m attn_ref.grading.demo --jobs $(JOBS)

@@ -226,19 +226,30 @@ def _converter(cls, root: str, db_url: str, assignment: str, opts: Options | Non
     return conv
 
 
-def prepare(root: str, assignments: list[str], scratch: str, master_db: str | None = None) -> Course:
-    """Generate each assignment from its source into a template gradebook (and the master one)."""
+def sqlite_path(db_url: str) -> str | None:
+    """The file of a ``sqlite:///path`` URL; None for a database server (PostgreSQL, ...)."""
+    return db_url[len("sqlite:///"):] if db_url.startswith("sqlite:///") else None
+
+
+def course_db_url(root: str, db_url: str | None = None) -> str:
+    """The course gradebook: ``db_url`` (nbgrader's ``CourseDirectory.db_url``) or gradebook.db in the course."""
+    return db_url or "sqlite:///" + os.path.join(root, "gradebook.db")
+
+
+def prepare(root: str, assignments: list[str], scratch: str, master_url: str | None = None) -> Course:
+    """Generate each assignment from its source into a template gradebook (and the course's one)."""
     from nbgrader.converters import GenerateAssignment
 
     prep = os.path.join(scratch, "prep")
+    master_db = sqlite_path(master_url) if master_url else None
     course = Course(root=root, assignments=assignments, template_db=os.path.join(prep, "template.db"))
     for a in assignments:
         os.makedirs(os.path.join(prep, "source", a), exist_ok=True)
         shutil.copy(os.path.join(root, "solutions", a, a + ".ipynb"), os.path.join(prep, "source", a, a + ".ipynb"))
         try:
             _converter(GenerateAssignment, prep, "sqlite:///" + course.template_db, a).start()
-            if master_db and os.path.exists(master_db):
-                _converter(GenerateAssignment, prep, "sqlite:///" + master_db, a).start()
+            if master_url and (master_db is None or os.path.exists(master_db)):
+                _converter(GenerateAssignment, prep, master_url, a).start()
             release = nbformat.read(os.path.join(prep, "release", a, a + ".ipynb"), as_version=4)
         except Exception as exc:  # noqa: BLE001 - one broken source must not stop the other assignments
             course.broken[a] = f"the source of {a} could not be generated ({type(exc).__name__})"
@@ -693,11 +704,11 @@ def write_outputs(root: str, results: dict[str, dict], assignments_order: list[s
         f.write("\n".join(lines) + "\n")
 
 
-def merge_gradebook(root: str, results: list[dict]) -> None:
-    """Write the final grades into the course's gradebook.db (the only writer; resubmissions replace)."""
+def merge_gradebook(db_url: str, results: list[dict]) -> None:
+    """Write the final grades into the gradebook at ``db_url`` (the only writer; resubmissions replace)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    with warnings.catch_warnings(), Gradebook("sqlite:///" + os.path.join(root, "gradebook.db")) as gb:
+    with warnings.catch_warnings(), Gradebook(db_url) as gb:
         warnings.simplefilter("ignore")
         for r in results:
             gb.update_or_create_student(r["student"])
@@ -736,14 +747,18 @@ def load_results(root: str) -> dict[str, dict]:
 
 
 def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
-          shard: tuple[int, int] | None = None, results_out: str | None = None, verbose: bool = True) -> dict:
-    """Grade the course at ``root``; return {"student/assignment": result} of this run."""
+          shard: tuple[int, int] | None = None, results_out: str | None = None, verbose: bool = True,
+          db_url: str | None = None) -> dict:
+    """Grade the course at ``root``; return {"student/assignment": result} of this run.
+
+    ``db_url``: the course gradebook (default: gradebook.db in the course), e.g. a PostgreSQL URL.
+    """
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not in session.*")
-        return _grade(root, jobs, only, opts, shard, results_out, verbose)
+        return _grade(root, jobs, only, opts, shard, results_out, verbose, db_url)
 
 
-def _grade(root, jobs, only, opts, shard, results_out, verbose) -> dict:
+def _grade(root, jobs, only, opts, shard, results_out, verbose, db_url=None) -> dict:
     opts = opts or Options()
     nbgrader_setup()
     root = os.path.realpath(root)
@@ -759,18 +774,21 @@ def _grade(root, jobs, only, opts, shard, results_out, verbose) -> dict:
         return {}
     scratch = tempfile.mkdtemp(prefix="attn-grade-")
     os.chmod(scratch, 0o755)
-    master_db = os.path.join(root, "gradebook.db")
-    backup = os.path.join(scratch, "gradebook.backup.db")
+    master_url = course_db_url(root, db_url)
+    master_db = sqlite_path(master_url)
+    # This run's grades are written as they arrive. A SQLite gradebook is copied first (beside the
+    # template, where no kernel can see it) and the copy replaces the file at the end, in one step;
+    # a database server (db_url) is written directly, one transaction per submission.
+    working_url = "sqlite:///" + os.path.join(scratch, "prep", "gradebook.working.db") if master_db else master_url
     merging = shard is None
-    if merging and os.path.exists(master_db):
-        shutil.copy(master_db, backup)
-    before = _db_fingerprint(master_db) if merging else None
+    before = None
     start = time.monotonic()
     try:
         with _quiet_logs():
-            course = prepare(root, assignments, scratch, master_db if merging else None)
-        if merging:
-            shutil.copy(master_db, backup)
+            course = prepare(root, assignments, scratch, master_url if merging else None)
+        merging = merging and (master_db is None or os.path.exists(master_db))
+        if merging and master_db:
+            shutil.copy(master_db, sqlite_path(working_url))
             before = _db_fingerprint(master_db)
         n = len(submissions)
         done: list[dict] = []
@@ -778,6 +796,9 @@ def _grade(root, jobs, only, opts, shard, results_out, verbose) -> dict:
 
         def report(result):
             done.append(result)
+            if merging:  # the one writer, while the workers grade on
+                with _quiet_logs():
+                    merge_gradebook(working_url, [result])
             if verbose:
                 print(progress_line(len(done), n, result), flush=True)
         for student, a in submissions:
@@ -832,13 +853,15 @@ def _grade(root, jobs, only, opts, shard, results_out, verbose) -> dict:
             with open(results_out, "w") as f:
                 json.dump({"assignments": assignments, "results": this_run}, f, sort_keys=True)
         if merging:
-            after = _db_fingerprint(master_db)
-            if after != before:
-                shutil.copy(backup, master_db)
-                print("warning: gradebook.db was modified during grading; restored from the backup", flush=True)
-                for r in this_run.values():
-                    r["notes"].append("gradebook.db was modified during grading and restored")
-            merge(root, this_run, assignments, graded_assignments=assignments)
+            if master_db:
+                if _db_fingerprint(master_db) != before:
+                    print("warning: gradebook.db was modified during grading; replaced by the grader's copy",
+                          flush=True)
+                    for r in this_run.values():
+                        r["notes"].append("gradebook.db was modified during grading and restored")
+                shutil.copy(sqlite_path(working_url), master_db + ".tmp")
+                os.replace(master_db + ".tmp", master_db)
+            merge(root, this_run, assignments, graded_assignments=assignments, gradebook_written=True)
         if verbose:
             _summary(this_run, time.monotonic() - start, jobs)
         return this_run
@@ -846,8 +869,10 @@ def _grade(root, jobs, only, opts, shard, results_out, verbose) -> dict:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def merge(root: str, this_run: dict[str, dict], assignments: list[str], graded_assignments: list[str]) -> None:
-    """The one writer: update grading_results.json, gradebook.db, grades.csv, the report and feedback."""
+def merge(root: str, this_run: dict[str, dict], assignments: list[str], graded_assignments: list[str],
+          gradebook_written: bool = False, db_url: str | None = None) -> None:
+    """The one writer: update grading_results.json, gradebook.db (unless ``gradebook_written``: the
+    grades are in it already), grades.csv, the report and feedback."""
     results = load_results(root)
     # Submissions of the graded assignments that are gone from submitted/ lose their row.
     for key in list(results):
@@ -863,8 +888,9 @@ def merge(root: str, this_run: dict[str, dict], assignments: list[str], graded_a
             with open(os.path.join(fb_dir, r["assignment"] + ".html"), "w", encoding="utf-8") as f:
                 f.write(html)
         results[key] = r
-    with _quiet_logs():
-        merge_gradebook(root, list(this_run.values()))
+    if not gradebook_written:
+        with _quiet_logs():
+            merge_gradebook(course_db_url(root, db_url), list(this_run.values()))
     with open(os.path.join(root, RESULTS_FILE), "w") as f:
         json.dump(results, f, sort_keys=True, indent=1)
     order = sorted({r["assignment"] for r in results.values()})
@@ -895,6 +921,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shard", help="K/N: grade only slice K (0-based) of N; with --results, do not merge")
     p.add_argument("--results", help="write this run's results (JSON) here")
     p.add_argument("--merge", nargs="+", help="merge results files written by --shard runs")
+    p.add_argument("--db-url", help="the course gradebook as an nbgrader db_url, e.g. postgresql://user@host/course "
+                                    "(default: sqlite:///<course>/gradebook.db)")
     args = p.parse_args(argv)
     root = os.path.realpath(args.course)
     nbgrader_setup()
@@ -909,10 +937,10 @@ def main(argv: list[str] | None = None) -> int:
         with _quiet_logs():
             scratch = tempfile.mkdtemp(prefix="attn-merge-")
             try:
-                prepare(root, master_assignments, scratch, os.path.join(root, "gradebook.db"))
+                prepare(root, master_assignments, scratch, course_db_url(root, args.db_url))
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
-        merge(root, this_run, master_assignments, graded_assignments=[])
+        merge(root, this_run, master_assignments, graded_assignments=[], db_url=args.db_url)
         print(f"merged {len(this_run)} results into {CSV_FILE}")
         return 0
     opts = Options(cell_timeout=args.cell_timeout, budget=args.budget, memory=int(args.memory_gb * (1 << 30)),
@@ -920,7 +948,8 @@ def main(argv: list[str] | None = None) -> int:
     shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
     if shard is not None and not args.results:
         p.error("--shard needs --results FILE (merge the files with --merge)")
-    grade(root, jobs=args.jobs, only=args.assignment, opts=opts, shard=shard, results_out=args.results)
+    grade(root, jobs=args.jobs, only=args.assignment, opts=opts, shard=shard, results_out=args.results,
+          db_url=args.db_url)
     return 0
 
 
