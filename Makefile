@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all book test lint pytest browser grade grade-demo release bench clean
+.PHONY: all book notebooks test lint pytest browser grade grade-demo release bench clean
 
 all: book
 
@@ -46,6 +46,10 @@ book: $(STAMP)
 	@if [ -n "$$CI" ]; then rm -rf _build/.jupyter_cache; fi
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "Book: file://$(CURDIR)/_build/html/index.html"
+
+# The launch notebooks book/<chapter>.ipynb (no outputs) from the .md chapters; commit them with the chapter.
+notebooks: $(STAMP)
+	$(BIN)/python book/_ext/notebooks.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

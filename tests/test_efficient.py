@@ -34,9 +34,9 @@ def test_equals_matrix_form(rng, dtype, block):
 
 @given(n_q=st.integers(1, 40), n_k=st.integers(1, 40), d_k=st.integers(1, 9), d_v=st.integers(1, 9),
        block=st.integers(1, 50), block_q=st.integers(1, 50), masked=st.sampled_from(["none", "bool", "additive"]),
-       seed=st.integers(0, 2**16))
+       seed=st.integers(0, 2**16), lazy=st.booleans())
 @settings(max_examples=60, deadline=None)
-def test_hypothesis_shapes_blocks_masks(n_q, n_k, d_k, d_v, block, block_q, masked, seed):
+def test_hypothesis_shapes_blocks_masks(n_q, n_k, d_k, d_v, block, block_q, masked, seed, lazy):
     rng = np.random.default_rng(seed)
     q, k, v = _qkv(rng, (2,), n_q, n_k, d_k, d_v, np.float32)
     mask = None
@@ -44,7 +44,7 @@ def test_hypothesis_shapes_blocks_masks(n_q, n_k, d_k, d_v, block, block_q, mask
         allowed = rng.random((n_q, n_k)) > 0.5
         allowed[rng.integers(n_q)] = False  # one query may attend to nothing
         mask = allowed if masked == "bool" else np.where(allowed, 0.0, -np.inf).astype(np.float32)
-    out = blocked_attention(q, k, v, mask=mask, block=block, block_q=block_q)
+    out = blocked_attention(q, k, v, mask=mask, block=block, block_q=block_q, lazy=lazy)
     expected, _ = scaled_dot_product_attention(q, k, v, mask=mask)
     np.testing.assert_allclose(out, expected, atol=1e-5, rtol=1e-5)
 
@@ -77,6 +77,37 @@ def test_stable_for_scores_of_1e4():
         assert np.isfinite(out).all()
         np.testing.assert_allclose(out, expected, atol=1e-5, rtol=1e-5)
     np.testing.assert_allclose(out[1], (v[1] + v[3]) / 2, atol=1e-5)  # two keys tie at 2e4
+
+
+@pytest.mark.parametrize("jump", [5.0, 10.0, 200.0])
+def test_scores_that_rise_block_after_block(jump):
+    """Each key block's scores exceed the last block's by ``jump`` nats.
+
+    A lazy tile keeps the old shift: a jump of 5 stays under LAZY_LIMIT (2^16, about 11 nats) and is
+    accumulated as it is; 10 is near the limit; 200 overflows float32 (2^288) and must be redone exactly.
+    """
+    n, block = 48, 8
+    q = np.ones((3, 2), dtype=np.float32)
+    k = np.zeros((n, 2), dtype=np.float32)
+    k[:, 0] = jump * (np.arange(n) // block) + np.linspace(0, 1, n)  # scores q.k = k[:, 0] (scale 1)
+    v = np.random.default_rng(0).normal(size=(n, 4)).astype(np.float32)
+    expected, _ = scaled_dot_product_attention(q, k, v, scale=1.0)
+    out = blocked_attention(q, k, v, scale=1.0, block=block)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, expected, atol=1e-5, rtol=1e-5)
+    exact = blocked_attention(q, k, v, scale=1.0, block=block, lazy=False)  # every tile exact: the same answer
+    np.testing.assert_allclose(exact, out, atol=1e-6, rtol=1e-6)
+
+
+def test_scores_that_fall_block_after_block():
+    """A first block far above the rest: later lazy tiles underflow towards 0, as they should."""
+    n, block = 40, 8
+    q = np.ones((2, 2), dtype=np.float32)
+    k = np.zeros((n, 2), dtype=np.float32)
+    k[:, 0] = -30.0 * (np.arange(n) // block) + np.linspace(0, 3, n)
+    v = np.random.default_rng(1).normal(size=(n, 3)).astype(np.float32)
+    np.testing.assert_allclose(blocked_attention(q, k, v, scale=1.0, block=block),
+                               scaled_dot_product_attention(q, k, v, scale=1.0)[0], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -147,8 +178,8 @@ def test_peak_memory_grows_as_n_times_block():
         tracemalloc.stop()
     assert np.isfinite(out).all()
     itemsize = 4
-    # copies of q and v (with a ones column), the output, one score tile, small per-row vectors
-    bound = itemsize * (n * (d + (d + 1) + d) + 2 * block_q * block + 4 * block_q * (d + 2))
+    # q | shift, k^T | ones, v | ones (each n x (d + 1)), the output, one score tile, small per-row vectors
+    bound = itemsize * (n * (3 * (d + 1) + d) + 2 * block_q * block + 4 * block_q * (d + 2))
     assert peak <= 1.5 * bound, f"peak {peak / 2**20:.1f} MiB, expected about {bound / 2**20:.1f} MiB"
     assert peak < itemsize * n * n / 20  # the naive scores alone would take n^2 floats
     # the same data at a small n checks the values
