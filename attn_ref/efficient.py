@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -248,17 +249,21 @@ def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int
 
 
 def _helpers(n: int) -> ThreadPoolExecutor:
-    """A pool of ``n`` helper threads kept for the process: starting threads per call cost ~0.2 ms each."""
+    """A pool of ``n`` helper threads kept for the process: starting threads per call cost ~0.2 ms each.
+
+    A child made by fork inherits the pool but not its threads: it gets a pool of its own.
+    """
     global _POOL
-    size, pool = _POOL
-    if pool is None or size < n:
-        if pool is not None:
+    pid, size, pool = _POOL
+    if pool is None or size < n or pid != os.getpid():
+        if pool is not None and pid == os.getpid():
             pool.shutdown(wait=False)  # jobs already queued still run
-        _POOL = size, pool = n, ThreadPoolExecutor(n, thread_name_prefix="blocked_attention")
+        pool = ThreadPoolExecutor(n, thread_name_prefix="blocked_attention")
+        _POOL = os.getpid(), n, pool
     return pool
 
 
-_POOL: tuple[int, ThreadPoolExecutor | None] = (0, None)
+_POOL: tuple[int, int, ThreadPoolExecutor | None] = (0, 0, None)
 
 
 def _workers_and_limiter(n_row_blocks: int):

@@ -206,3 +206,35 @@ def test_blas_thread_setting_restored_and_threads_agree(rng):
     np.testing.assert_array_equal(two, one)  # the same tiles in the same order per query: bitwise equal
     np.testing.assert_allclose(one[:300], scaled_dot_product_attention(q[:300], k[:300], v[:300],
                                                                        mask=causal_mask(300))[0], atol=1e-5, rtol=1e-5)
+
+
+def test_helper_threads_work_in_a_forked_child(rng):
+    """The helper threads are kept per process; a child made by fork (which has none of them) makes its own."""
+    import os
+    import pickle
+    import select
+
+    q, k, v = _qkv(rng, (), 1024, 1024, 8, 4, np.float32)
+    with threadpool_limits(2):
+        parent = blocked_attention(q, k, v, block=128, block_q=64)  # the pool exists now
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute with two threads, send the result, leave without cleanup
+        try:
+            with threadpool_limits(2):
+                os.write(write_end, pickle.dumps(blocked_attention(q, k, v, block=128, block_q=64)))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    chunks = []
+    while select.select([read_end], [], [], 60)[0]:  # a hung child sends nothing for a minute
+        chunk = os.read(read_end, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    else:
+        os.kill(pid, 9)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    assert chunks, "the forked child never answered: it waited on its parent's helper threads"
+    np.testing.assert_array_equal(pickle.loads(b"".join(chunks)), parent)
