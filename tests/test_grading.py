@@ -8,7 +8,9 @@
 All submissions of all assignments are graded in ONE run (mistake k of every task in one notebook).
 """
 
+import contextlib
 import csv
+import io
 import os
 import shutil
 
@@ -75,8 +77,29 @@ def graded_class(tmp_path_factory, fresh_release):
             d = os.path.join(root, "submitted", student, a)
             os.makedirs(d)
             nbformat.write(nb, os.path.join(d, a + ".ipynb"))
-    results = grade(root, jobs=2, opts=OPTS, verbose=False)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # the progress lines (the workers send theirs to this process)
+        results = grade(root, jobs=2, opts=OPTS)
+    PROGRESS[root] = out.getvalue()
     return root, results, plan
+
+
+PROGRESS: dict[str, str] = {}  # what grade() printed for each class
+
+
+def test_progress_lines_while_grading(graded_class):
+    """Every submission gets a line when its notebook has run, and later one with its score."""
+    root, results, _ = graded_class
+    lines = PROGRESS[root].splitlines()
+    n = len(results)
+    ran = [i for i, line in enumerate(lines) if line.startswith("[ran ")]
+    scored = {line.split("]", 1)[1].split(":")[0].strip(): i for i, line in enumerate(lines)
+              if line.startswith("[") and not line.startswith("[ran ")}
+    assert len(ran) == n and lines[ran[-1]].startswith(f"[ran {n}/{n}]"), lines[:5]
+    assert set(scored) == {k.replace("/", " ") for k in results}
+    for i in ran:  # "[ran 3/40] mistake_0 ps05_matrix_form" comes before that submission's score line
+        assert i < scored[lines[i].split("]", 1)[1].strip()], lines[i]
+    assert lines[-1].startswith(f"graded {n} submissions")
 
 
 @pytest.mark.parametrize("a", ASSIGNMENTS)

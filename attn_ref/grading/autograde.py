@@ -459,8 +459,13 @@ def _denied(work: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, report=None) -> list[dict]:
-    """Grade the sanitised submissions ``items`` in a scratch course of their own; return results."""
+def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, report=None,
+                ran=None) -> list[dict]:
+    """Grade the sanitised submissions ``items`` in a scratch course of their own; return results.
+
+    ``report(result)`` is called with each result (once its assignment's batch has its feedback);
+    ``ran(student, assignment)`` as soon as a notebook has run, so that a long batch shows progress.
+    """
     from nbgrader.converters import Autograde, GenerateFeedback
 
     from .core import tasks_of
@@ -506,6 +511,8 @@ def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, 
                 kill_leftovers(token, uid, baseline)
                 path = os.path.realpath((resources or {}).get("metadata", {}).get("path", "") or ".")
                 ContainedExecute.reports.setdefault(path, {})["denied"] = _denied(work)
+                if ran is not None:  # path: .../autograded/<student>/<assignment>
+                    ran(os.path.basename(os.path.dirname(path)), os.path.basename(path))
         ContainedExecute.preprocess = preprocess_and_clean
         try:
             with _quiet_logs():
@@ -631,9 +638,21 @@ def _finish(result: dict) -> dict:
     return result
 
 
+def deal(items: list[dict], assignments: list[str], jobs: int) -> list[list[dict]]:
+    """Deal the submissions to ``jobs`` workers round robin, assignment after assignment.
+
+    Each worker then holds about 1/jobs of *every* assignment: submissions listed student by student
+    and dealt as they come would give worker k every k-th assignment (with two assignments and two
+    jobs, one assignment each), and assignments differ in cost.
+    """
+    order = {a: i for i, a in enumerate(assignments)}
+    ranked = sorted(items, key=lambda item: order.get(item["assignment"], len(order)))  # stable: students stay sorted
+    return [ranked[k::jobs] for k in range(jobs)]
+
+
 def _worker(course, items, scratch, opts, queue):
     try:
-        grade_shard(course, items, scratch, opts, report=queue.put)
+        grade_shard(course, items, scratch, opts, report=queue.put, ran=lambda s, a: queue.put(("ran", s, a)))
     finally:
         queue.put(None)
 
@@ -801,6 +820,14 @@ def _grade(root, jobs, only, opts, shard, results_out, verbose, db_url=None) -> 
                     merge_gradebook(working_url, [result])
             if verbose:
                 print(progress_line(len(done), n, result), flush=True)
+
+        ran_count = 0
+
+        def ran(student, a):
+            nonlocal ran_count
+            ran_count += 1
+            if verbose:
+                print(f"[ran {ran_count}/{len(items)}] {student} {a}", flush=True)
         for student, a in submissions:
             if a in course.broken:
                 r = _empty_result(course, a, student, {"reason": [course.broken[a]]})
@@ -819,12 +846,12 @@ def _grade(root, jobs, only, opts, shard, results_out, verbose, db_url=None) -> 
                 items.append(item)
         jobs = max(1, min(jobs, len(items) or 1))
         if jobs == 1:
-            grade_shard(course, items, scratch, opts, report=report)
+            grade_shard(course, items, scratch, opts, report=report, ran=ran)
         else:
             ctx = mp.get_context("fork")
             queue = ctx.Queue()
-            procs = [ctx.Process(target=_worker, args=(course, items[k::jobs], scratch, opts, queue))
-                     for k in range(jobs)]
+            procs = [ctx.Process(target=_worker, args=(course, share, scratch, opts, queue))
+                     for share in deal(items, assignments, jobs)]
             for p in procs:
                 p.start()
             finished = 0
@@ -837,6 +864,8 @@ def _grade(root, jobs, only, opts, shard, results_out, verbose, db_url=None) -> 
                     continue
                 if got is None:
                     finished += 1
+                elif isinstance(got, tuple):  # ("ran", student, assignment)
+                    ran(*got[1:])
                 else:
                     report(got)
             for p in procs:
