@@ -62,18 +62,22 @@ def test_missing_alt_added_like_nbconvert():
     assert ours == _nbconvert_way(html) == [NO_ALT, "a plot", NO_ALT, NO_ALT, NO_ALT]
 
 
-def test_deal_gives_every_worker_a_share_of_every_assignment():
+def test_deal_gives_equal_shares_spanning_few_assignments():
+    import math
+
     from attn_ref.grading.autograde import deal
 
     assignments = ["ps04_step_by_step", "ps12_efficient", "ps05_matrix_form"]
     items = [{"student": f"s{i:02d}", "assignment": a} for i in range(7) for a in assignments]  # student by student
-    for jobs in (2, 3, 4):
+    for jobs in (1, 2, 3, 4):
         shares = deal(items, assignments, jobs)
+        assert len(shares) == jobs
         assert sorted((x["student"], x["assignment"]) for share in shares for x in share) == \
             sorted((x["student"], x["assignment"]) for x in items)  # each submission exactly once
         assert max(map(len, shares)) - min(map(len, shares)) <= 1
         for share in shares:
-            counts = [sum(x["assignment"] == a for x in share) for a in assignments]
-            assert min(counts) >= 7 // jobs, (jobs, counts)  # dealt as they come, 2 jobs would split 4/3 by assignment
-            assert [x["assignment"] for x in share] == sorted((x["assignment"] for x in share),
-                                                              key=assignments.index)  # one batch per assignment
+            kinds = [x["assignment"] for x in share]
+            assert kinds == sorted(kinds, key=assignments.index)  # one batch per assignment
+            assert len(set(kinds)) <= math.ceil(len(assignments) / jobs) + 1, (jobs, kinds)
+    # as many workers as assignments of equal size: one assignment each (every k-th would mix all three)
+    assert [{x["assignment"] for x in share} for share in deal(items, assignments, 3)] == [{a} for a in assignments]

@@ -639,15 +639,23 @@ def _finish(result: dict) -> dict:
 
 
 def deal(items: list[dict], assignments: list[str], jobs: int) -> list[list[dict]]:
-    """Deal the submissions to ``jobs`` workers round robin, assignment after assignment.
+    """Split the submissions into ``jobs`` shares of equal size, each a contiguous run of the
+    submissions sorted by assignment.
 
-    Each worker then holds about 1/jobs of *every* assignment: submissions listed student by student
-    and dealt as they come would give worker k every k-th assignment (with two assignments and two
-    jobs, one assignment each), and assignments differ in cost.
+    A worker pays a fixed cost per assignment it grades (an nbgrader autograde and feedback pass,
+    about a second), so a share should span as few assignments as it can: here at most
+    len(assignments) / jobs + 1, where dealing the submissions round robin would give every worker
+    every assignment.
     """
     order = {a: i for i, a in enumerate(assignments)}
     ranked = sorted(items, key=lambda item: order.get(item["assignment"], len(order)))  # stable: students stay sorted
-    return [ranked[k::jobs] for k in range(jobs)]
+    size, extra = divmod(len(ranked), jobs)
+    shares, start = [], 0
+    for k in range(jobs):
+        end = start + size + (k < extra)
+        shares.append(ranked[start:end])
+        start = end
+    return shares
 
 
 def _worker(course, items, scratch, opts, queue):
