@@ -81,3 +81,16 @@ def test_deal_gives_equal_shares_spanning_few_assignments():
             assert len(set(kinds)) <= math.ceil(len(assignments) / jobs) + 1, (jobs, kinds)
     # as many workers as assignments of equal size: one assignment each (every k-th would mix all three)
     assert [{x["assignment"] for x in share} for share in deal(items, assignments, 3)] == [{a} for a in assignments]
+
+
+def test_recheck_wall_limit_kills_and_a_quick_child_is_collected(tmp_path):
+    """The re-check waits on a pidfd: a child past its wall limit is killed, a finished one collected."""
+    from attn_ref.grading import recheck
+
+    slow = recheck.run([], "import time\ntime.sleep(60)", {}, str(tmp_path / "slow"), wall_seconds=1)
+    assert slow["status"] == "re-check took longer than 1 s"
+    assert slow["seconds"] < 30  # killed at the limit, not waited for (the setup sleeps 60 s)
+    quick = recheck.run([], "x = 1", {}, str(tmp_path / "quick"), wall_seconds=60)
+    assert quick["status"] == "finished", quick
+    failing = recheck.run([], "raise SystemExit(3)", {}, str(tmp_path / "failing"), wall_seconds=60)
+    assert failing["status"] == "re-check process ended with code 3", failing
