@@ -82,17 +82,15 @@ def _blocks(n: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, min(start + size, n)
 
 
-def _with_ones(a: np.ndarray, dtype) -> np.ndarray:
-    """a (n, d) with a column of ones appended (n, d + 1).
-
-    For V: the product that accumulates sum_j p_j v^j then also gives the running sum
-    l = sum_j p_j, with no pass of its own.  For K: with the shift -c_i in q's extra
-    column, the product q k^T gives the shifted scores x_ij - c_i, with no pass of its own.
-    """
-    a1 = np.empty((a.shape[0], a.shape[1] + 1), dtype=dtype)
-    a1[:, :-1] = a
-    a1[:, -1] = 1
-    return a1
+def _with_ones(v: np.ndarray, dtype) -> np.ndarray:
+    """v (n_k, d_v) with a column of ones appended (n_k, d_v + 1): the product that accumulates
+    sum_j p_j v^j then also gives the running sum l = sum_j p_j, with no pass of its own.
+    (k^T gets a row of ones for the same reason: with -c_i in q's extra column, the product
+    gives the shifted scores x_ij - c_i.)"""
+    v1 = np.empty((v.shape[0], v.shape[1] + 1), dtype=dtype)
+    v1[:, :-1] = v
+    v1[:, -1] = 1
+    return v1
 
 
 # A tile's exponentials may reach LAZY_LIMIT (2^16) before the kernel sets a new shift: large enough
@@ -234,7 +232,8 @@ def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int
         for idx in np.ndindex(*batch):
             qa = np.empty((n_q, d_k + 1), dtype=dtype)  # q scaled once, in log2 units, | the shift
             np.multiply(q[idx], dtype.type(s * LOG2E), out=qa[:, :d_k])
-            k1_t = _with_ones(k[idx], dtype).T.copy()  # (d_k + 1, n_k), contiguous: BLAS packs it faster
+            k1_t = np.empty((d_k + 1, n_k), dtype=dtype)  # k^T | a row of ones, contiguous: BLAS packs it faster
+            k1_t[:d_k], k1_t[d_k] = k[idx].T, 1
             v1 = _with_ones(v[idx], dtype)  # (n_k, d_v + 1)
             args = (qa, k1_t, v1, None if mask is None else mask[idx], causal, lazy)
             if pool is None:
