@@ -107,7 +107,7 @@ def test_instructor_files_intact(graded):
 
 def test_resubmission_replaces_the_grade(graded):
     root, expected, results, rows, opts = graded
-    assert float(rows["a00_honest_prints_warns"]["total"]) == 10
+    assert float(rows["a00_honest_prints_warns"]["total"]) == 10, rows["a00_honest_prints_warns"]
     for name in list(os.listdir(os.path.join(root, "submitted"))):
         if name not in ("a00_honest_prints_warns", "a08_tamper_cells"):
             shutil.rmtree(os.path.join(root, "submitted", name))
@@ -117,7 +117,7 @@ def test_resubmission_replaces_the_grade(graded):
     with open(os.path.join(root, "grades.csv")) as f:
         new = {r["student"]: r for r in csv.DictReader(f)}
     assert sorted(new) == ["a00_honest_prints_warns", "a08_tamper_cells"]
-    assert float(new["a00_honest_prints_warns"]["total"]) == 8
+    assert float(new["a00_honest_prints_warns"]["total"]) == 8, new["a00_honest_prints_warns"]
     import sqlite3
 
     con = sqlite3.connect(os.path.join(root, "gradebook.db"))
