@@ -543,6 +543,9 @@ def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, 
                 result["reason"].append("nbgrader could not autograde the notebook")
             if exec_report.get("kernel_died"):
                 result["flags"].append(f"kernel: {exec_report['kernel_died']}")
+            if exec_report.get("restarted"):
+                result["notes"].append(f"the first kernel did not start ({exec_report['restarted'][:200]}); "
+                                       "a second one ran the notebook")
             if exec_report.get("timeouts"):
                 result["notes"].append(f"cells interrupted after {opts.cell_timeout} s: {exec_report['timeouts']}")
             if exec_report.get("output_truncated"):

@@ -80,46 +80,27 @@ class ContainedExecute(Execute):
         cell_timeout = self.timeout
         start = time.monotonic()
         try:
-            with self.setup_kernel():
-                info_msg = self.wait_for_reply(self.kc.kernel_info())
-                self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
-                stop_reason = None
-                for index, cell in enumerate(self.nb.cells):
-                    if cell.cell_type != "code":
+            for attempt in (1, 2):
+                ran = []  # a cell was sent to the kernel: its failures are the notebook's, not the start's
+                try:
+                    self._run_cells(report, resources, cell_timeout, start, ran)
+                    break
+                except Exception as exc:  # noqa: BLE001 - the kernel could not even start or shut down cleanly
+                    self._kill_kernel()
+                    reason = f"the kernel failed ({type(exc).__name__}: {exc})"
+                    if attempt == 1 and not ran:
+                        # Before the first cell nothing the student wrote has run: a kernel that did not
+                        # start (a loaded machine, a port taken) is the grader's problem; start another.
+                        report["restarted"] = reason
+                        NotebookClient.__init__(self, nb, km)
+                        self.reset_execution_trackers()
+                        self._check_assign_resources(resources)
                         continue
-                    if stop_reason is not None:
-                        cell.outputs = [_error_output("KernelDied", stop_reason)]
-                        continue
-                    remaining = self.budget - (time.monotonic() - start)
-                    if remaining <= 0:
-                        stop_reason = f"the notebook's time budget of {self.budget} s was used up"
-                        cell.outputs = [_error_output("KernelDied", stop_reason)]
-                        continue
-                    self.timeout = max(1, int(min(cell_timeout, remaining)))
-                    try:
-                        self.preprocess_cell(cell, resources, index)
-                    except CellTimeoutError:
-                        stop_reason = (f"cell {index} ran longer than {self.timeout} s and ignored the interrupt; "
-                                       "the kernel was killed")
-                    except DeadKernelError:
-                        stop_reason = f"the kernel died while running cell {index} (exit, crash or memory limit)"
-                    except Exception as exc:  # noqa: BLE001 - anything else the kernel does must not abort grading
-                        stop_reason = f"the kernel stopped responding in cell {index} ({type(exc).__name__})"
-                    if self._killed_for_output and stop_reason is None:
-                        stop_reason = f"cell {index} flooded the output (> {self.kill_output_bytes} bytes)"
-                    if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])):
-                        report["timeouts"].append(index)
-                    if stop_reason is not None:
-                        self._kill_kernel()
-                        cell.outputs = [*cell.get("outputs", []), _error_output("KernelDied", stop_reason)]
-                report["kernel_died"] = stop_reason
-        except Exception as exc:  # noqa: BLE001 - the kernel could not even start or shut down cleanly
-            self._kill_kernel()
-            reason = f"the kernel failed ({type(exc).__name__}: {exc})"
-            report["kernel_died"] = report["kernel_died"] or reason
-            for cell in self.nb.cells:
-                if cell.cell_type == "code" and not cell.get("outputs"):
-                    cell.outputs = [_error_output("KernelDied", reason)]
+                    report["kernel_died"] = report["kernel_died"] or reason
+                    for cell in self.nb.cells:
+                        if cell.cell_type == "code" and not cell.get("outputs"):
+                            cell.outputs = [_error_output("KernelDied", reason)]
+                    break
         finally:
             self.timeout = cell_timeout
         report["output_truncated"] = self._output_truncated
@@ -129,3 +110,39 @@ class ContainedExecute(Execute):
         path = (resources or {}).get("metadata", {}).get("path", "")
         ContainedExecute.reports[os.path.realpath(path) if path else ""] = report
         return self.nb, self.resources
+
+    def _run_cells(self, report: dict, resources, cell_timeout: int, start: float, ran: list) -> None:
+        with self.setup_kernel():
+            info_msg = self.wait_for_reply(self.kc.kernel_info())
+            self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
+            stop_reason = None
+            for index, cell in enumerate(self.nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                if stop_reason is not None:
+                    cell.outputs = [_error_output("KernelDied", stop_reason)]
+                    continue
+                remaining = self.budget - (time.monotonic() - start)
+                if remaining <= 0:
+                    stop_reason = f"the notebook's time budget of {self.budget} s was used up"
+                    cell.outputs = [_error_output("KernelDied", stop_reason)]
+                    continue
+                self.timeout = max(1, int(min(cell_timeout, remaining)))
+                ran.append(index)
+                try:
+                    self.preprocess_cell(cell, resources, index)
+                except CellTimeoutError:
+                    stop_reason = (f"cell {index} ran longer than {self.timeout} s and ignored the interrupt; "
+                                   "the kernel was killed")
+                except DeadKernelError:
+                    stop_reason = f"the kernel died while running cell {index} (exit, crash or memory limit)"
+                except Exception as exc:  # noqa: BLE001 - anything else the kernel does must not abort grading
+                    stop_reason = f"the kernel stopped responding in cell {index} ({type(exc).__name__})"
+                if self._killed_for_output and stop_reason is None:
+                    stop_reason = f"cell {index} flooded the output (> {self.kill_output_bytes} bytes)"
+                if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])):
+                    report["timeouts"].append(index)
+                if stop_reason is not None:
+                    self._kill_kernel()
+                    cell.outputs = [*cell.get("outputs", []), _error_output("KernelDied", stop_reason)]
+            report["kernel_died"] = stop_reason
