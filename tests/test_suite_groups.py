@@ -1,9 +1,9 @@
 """The suite's own scheduling: `make pytest` runs `-n 2 --dist loadgroup`, and the grading and
 browser modules rely on every test of an `xdist_group` running in one worker (one module fixture,
 one class graded at a time).  pytest 9.2 with pytest-xdist 3.8 drops the group silently
-(pytest-xdist issue #1386): each worker then builds its own fixture, two classes are graded at once
-on two cores, and a notebook runs past its time limit.  This runs a tiny suite the way the
-Makefile does and checks that a group stays on one worker.
+(pytest-xdist issue #1386): each worker then builds its own fixture, and two copies of a class are
+graded at once on two cores (the CI run where an honest notebook scored 0 had this split).
+This runs a tiny suite the way the Makefile does and checks that a group stays on one worker.
 """
 
 import os

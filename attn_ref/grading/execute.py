@@ -8,6 +8,8 @@ fails to autograde.  :class:`ContainedExecute` instead
 * when the kernel dies or cannot be interrupted, kills its process group and writes an error output
   (``KernelDied: <reason>``) into the cell that was running and every later code cell, so nbgrader's
   SaveAutoGrades scores those test cells zero and the autograded notebook and feedback still exist;
+* starts a second kernel when the first fails before any cell was sent to it (it did not start:
+  nothing of the student's has run), and says so in the report (``restarted``);
 * keeps at most ``max_output_bytes`` of output per notebook (a flood of prints cannot fill the
   grader's memory); beyond ``kill_output_bytes`` the kernel is killed;
 * records what happened in ``resources["attn_grading"]`` for the grader's report.
@@ -70,9 +72,6 @@ class ContainedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         from nbclient.client import NotebookClient
 
-        NotebookClient.__init__(self, nb, km)
-        self.reset_execution_trackers()
-        self._check_assign_resources(resources)
         self._output_bytes = 0
         self._output_truncated = False
         self._killed_for_output = False
@@ -81,20 +80,20 @@ class ContainedExecute(Execute):
         start = time.monotonic()
         try:
             for attempt in (1, 2):
-                ran = []  # a cell was sent to the kernel: its failures are the notebook's, not the start's
+                NotebookClient.__init__(self, nb, km)  # a fresh kernel manager and client each attempt
+                self.reset_execution_trackers()
+                self._check_assign_resources(resources)
+                self._sent_a_cell = False
                 try:
-                    self._run_cells(report, resources, cell_timeout, start, ran)
+                    self._run_cells(report, resources, cell_timeout, start)
                     break
                 except Exception as exc:  # noqa: BLE001 - the kernel could not even start or shut down cleanly
                     self._kill_kernel()
                     reason = f"the kernel failed ({type(exc).__name__}: {exc})"
-                    if attempt == 1 and not ran:
+                    if attempt == 1 and not self._sent_a_cell:
                         # Before the first cell nothing the student wrote has run: a kernel that did not
                         # start (a loaded machine, a port taken) is the grader's problem; start another.
                         report["restarted"] = reason
-                        NotebookClient.__init__(self, nb, km)
-                        self.reset_execution_trackers()
-                        self._check_assign_resources(resources)
                         continue
                     report["kernel_died"] = report["kernel_died"] or reason
                     for cell in self.nb.cells:
@@ -111,7 +110,7 @@ class ContainedExecute(Execute):
         ContainedExecute.reports[os.path.realpath(path) if path else ""] = report
         return self.nb, self.resources
 
-    def _run_cells(self, report: dict, resources, cell_timeout: int, start: float, ran: list) -> None:
+    def _run_cells(self, report: dict, resources, cell_timeout: int, start: float) -> None:
         with self.setup_kernel():
             info_msg = self.wait_for_reply(self.kc.kernel_info())
             self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
@@ -128,7 +127,7 @@ class ContainedExecute(Execute):
                     cell.outputs = [_error_output("KernelDied", stop_reason)]
                     continue
                 self.timeout = max(1, int(min(cell_timeout, remaining)))
-                ran.append(index)
+                self._sent_a_cell = True
                 try:
                     self.preprocess_cell(cell, resources, index)
                 except CellTimeoutError:
