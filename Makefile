@@ -60,13 +60,13 @@ pytest: $(STAMP) browser
 test: lint book pytest
 
 release: $(STAMP)
-	$(BIN)/python -m attn_ref.grading.release
+	$(BIN)/python -m attn_grader.release
 
 grade: $(STAMP)
-	$(BIN)/python -m attn_ref.grading.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)')
+	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)')
 
 grade-demo: $(STAMP)
-	$(BIN)/python -m attn_ref.grading.demo --jobs $(JOBS)
+	$(BIN)/python -m attn_grader.demo --jobs $(JOBS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -1,7 +1,7 @@
 """nbgrader course configuration: sources in solutions/, releases in exercises/.
 
 Used by the plain ``nbgrader`` commands (generate_assignment, ...).  ``make grade``
-(attn_ref.grading.autograde) grades in scratch courses with the same settings plus its own
+(attn_grader.autograde) grades in scratch courses with the same settings plus its own
 contained executor (per-cell timeout, notebook budget, memory limit): see book/for_instructors.md.
 """
 

@@ -183,7 +183,7 @@ def fig_feedback(quick: bool) -> list[Row]:
     import nbformat
     from nbclient import NotebookClient
 
-    from attn_ref.grading.demo import answers_of, with_answers
+    from attn_grader.demo import answers_of, with_answers
 
     released = os.path.join(REPO, "exercises")
     names = sorted(os.listdir(released)) if os.path.isdir(released) else []
@@ -269,8 +269,8 @@ def build_class(root: str, assignments: list[str], n_students: int) -> int:
     """A synthetic class in ``root``: every student hands in every assignment, odd students with a mistake."""
     import nbformat
 
-    from attn_ref.grading.core import tasks_of
-    from attn_ref.grading.demo import answers_of, with_answers
+    from attn_grader.core import tasks_of
+    from attn_grader.demo import answers_of, with_answers
 
     count = 0
     for a in assignments:
@@ -307,9 +307,9 @@ def _bare_execute(paths: list[str]) -> list[float]:
 
 
 def _autograde(course: str, jobs: int) -> tuple[float, str | None]:
-    """Wall seconds of ``python -m attn_ref.grading.autograde --jobs N`` (what ``make grade`` runs)."""
+    """Wall seconds of ``python -m attn_grader.autograde --jobs N`` (what ``make grade`` runs)."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "attn_ref.grading.autograde", "--course", course,
+    proc = subprocess.run([sys.executable, "-m", "attn_grader.autograde", "--course", course,
                            "--jobs", str(jobs)], cwd=REPO, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -318,7 +318,7 @@ def _autograde(course: str, jobs: int) -> tuple[float, str | None]:
 
 
 def fig_grading(quick: bool) -> list[Row]:
-    """A synthetic class through ``python -m attn_ref.grading.autograde`` with 1 and 2 jobs, against bare
+    """A synthetic class through ``python -m attn_grader.autograde`` with 1 and 2 jobs, against bare
     nbclient execution of the same notebooks.
 
     Rounds are interleaved so that a slow spell of the shared machine falls on both sides: bare
@@ -327,9 +327,9 @@ def fig_grading(quick: bool) -> list[Row]:
     """
     figure = TITLES["grading"]
     try:
-        import attn_ref.grading.autograde  # noqa: F401
+        import attn_grader.autograde  # noqa: F401
     except ImportError as exc:
-        return [skipped(figure, f"attn_ref.grading.autograde not importable ({exc})")]
+        return [skipped(figure, f"attn_grader.autograde not importable ({exc})")]
     wanted = ["ps04_step_by_step", "ps12_efficient"]
     have = [a for a in wanted if os.path.isfile(os.path.join(REPO, "exercises", a, a + ".ipynb"))]
     if len(have) < 2:

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from attn_ref.grading.autograde import Options, grade
+from attn_grader.autograde import Options, grade
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKS = os.path.join(HERE, "attacks")

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_ref.grading import ps03_relevance as ps03
-from attn_ref.grading import ps05_matrix_form as ps05
+from attn_grader.catalogue import ps03_relevance as ps03
+from attn_grader.catalogue import ps05_matrix_form as ps05
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = [ps03, ps05]

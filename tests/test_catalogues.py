@@ -13,12 +13,12 @@ import nbformat
 import numpy as np
 import pytest
 
-from attn_ref.grading import GradingError, check
-from attn_ref.grading.core import Mistake, load_mistake
+from attn_grader import GradingError, check
+from attn_grader.core import Mistake, load_mistake
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
-MODULES = [importlib.import_module(f"attn_ref.grading.{a}") for a in ASSIGNMENTS]
+MODULES = [importlib.import_module(f"attn_grader.catalogue.{a}") for a in ASSIGNMENTS]
 TASKS = [(m, t) for m in MODULES for t in m.TASKS]
 
 

@@ -1,10 +1,10 @@
-"""attn_ref.grading.core: what a student's feedback says, on a task defined here."""
+"""attn_grader.core: what a student's feedback says, on a task defined here."""
 
 import numpy as np
 import pytest
 
+from attn_grader.core import GradingError, Mistake, Task, describe_difference, diagnose
 from attn_ref import softmax
-from attn_ref.grading.core import GradingError, Mistake, Task, describe_difference, diagnose
 
 UNSTABLE = Mistake("unstable", "exp without subtracting the max",
                    "def f(x):\n    e = np.exp(x)\n    return e / e.sum()\n")
@@ -31,7 +31,7 @@ def test_nan_never_matches_the_reference_but_may_match_a_mistake():
 
 @pytest.mark.parametrize("mistake", [UNSTABLE, WRONG_AXIS])
 def test_check_names_each_mistake(monkeypatch, mistake):
-    from attn_ref.grading import core
+    from attn_grader import core
 
     monkeypatch.setattr(core, "get_task", lambda a, f: TASK)
     with np.errstate(over="ignore", invalid="ignore"), pytest.raises(GradingError, match=rf"\[{mistake.name}\]"):
@@ -40,7 +40,7 @@ def test_check_names_each_mistake(monkeypatch, mistake):
 
 
 def test_check_reports_unanswered_and_exceptions(monkeypatch):
-    from attn_ref.grading import core
+    from attn_grader import core
 
     monkeypatch.setattr(core, "get_task", lambda a, f: TASK)
 

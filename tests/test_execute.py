@@ -12,7 +12,7 @@ import sys
 import nbformat
 import pytest
 
-from attn_ref.grading.execute import ContainedExecute
+from attn_grader.execute import ContainedExecute
 
 pytestmark = pytest.mark.slow
 

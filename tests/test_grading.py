@@ -17,10 +17,10 @@ import shutil
 import nbformat
 import pytest
 
-from attn_ref.grading.autograde import Options, find_assignments, grade, main
-from attn_ref.grading.core import tasks_of
-from attn_ref.grading.demo import answers_of, with_answers
-from attn_ref.grading.release import release
+from attn_grader.autograde import Options, find_assignments, grade, main
+from attn_grader.core import tasks_of
+from attn_grader.demo import answers_of, with_answers
+from attn_grader.release import release
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSIGNMENTS = find_assignments(REPO)
@@ -118,7 +118,7 @@ def test_blank_scores_zero_everywhere(graded_class, a):
 @pytest.mark.parametrize("a", ASSIGNMENTS)
 def test_every_mistake_is_caught_and_named(graded_class, a):
     root, results, plan = graded_class
-    assert tasks_of(a), f"attn_ref.grading.{a} has no tasks"
+    assert tasks_of(a), f"attn_grader.{a} has no tasks"
     assert all(len(t.mistakes) >= 3 for t in tasks_of(a)), "every task needs at least three catalogued mistakes"
     problems = []
     for (student, assignment), planted in plan.items():

@@ -20,9 +20,9 @@ import nbformat
 import pytest
 from site_helpers import need
 
-from attn_ref.grading.autograde import Options, grade, main
-from attn_ref.grading.core import tasks_of
-from attn_ref.grading.demo import answers_of, with_answers
+from attn_grader.autograde import Options, grade, main
+from attn_grader.core import tasks_of
+from attn_grader.demo import answers_of, with_answers
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"

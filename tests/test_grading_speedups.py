@@ -9,8 +9,8 @@ import sys
 
 from bs4 import BeautifulSoup
 
-from attn_ref.grading import autograde
-from attn_ref.grading.feedback import NO_ALT, add_missing_alt
+from attn_grader import autograde
+from attn_grader.feedback import NO_ALT, add_missing_alt
 
 
 def test_alembic_head_read_in_process_equals_the_alembic_command():
@@ -40,7 +40,7 @@ def test_gradebooks_of_one_database_share_an_engine_and_still_work(tmp_path):
 
 
 def test_rfc3987_grammar_is_not_built_by_the_grader():
-    code = "import sys, attn_ref.grading.autograde; print('rfc3987_syntax' in sys.modules and " \
+    code = "import sys, attn_grader.autograde; print('rfc3987_syntax' in sys.modules and " \
            "sys.modules['rfc3987_syntax'] is not None)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
@@ -65,7 +65,7 @@ def test_missing_alt_added_like_nbconvert():
 def test_deal_gives_equal_shares_spanning_few_assignments():
     import math
 
-    from attn_ref.grading.autograde import deal
+    from attn_grader.autograde import deal
 
     assignments = ["ps04_step_by_step", "ps12_efficient", "ps05_matrix_form"]
     items = [{"student": f"s{i:02d}", "assignment": a} for i in range(7) for a in assignments]  # student by student
@@ -85,7 +85,7 @@ def test_deal_gives_equal_shares_spanning_few_assignments():
 
 def test_recheck_wall_limit_kills_and_a_quick_child_is_collected(tmp_path):
     """The re-check waits on a pidfd: a child past its wall limit is killed, a finished one collected."""
-    from attn_ref.grading import recheck
+    from attn_grader import recheck
 
     slow = recheck.run([], "import time\ntime.sleep(60)", {}, str(tmp_path / "slow"), wall_seconds=1)
     assert slow["status"] == "re-check took longer than 1 s"

@@ -63,9 +63,9 @@ def test_setup_cell_installs_only_what_is_missing(md, monkeypatch):
     namespace, calls = _run_setup(source, monkeypatch, absent=set())
     assert calls == [], "the book's own environment has everything: nothing may be installed"
     assert chapter_imports <= set(namespace["NEEDS"]), f"{md.name} imports more than its set-up cell installs"
-    # Colab without attn_ref: the package is installed from the repository and branch of _config.yml.
+    # Colab without this repository's packages: installed once, from the repository and branch of _config.yml.
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
-    _, calls = _run_setup(source, monkeypatch, absent={"attn_ref"})
+    _, calls = _run_setup(source, monkeypatch, absent=notebooks.FIRST_PARTY)
     assert calls == [[sys.executable, "-m", "pip", "install", "--quiet",
                       f"attn_ref @ git+{repo['url']}@{repo['branch']}"]]
 

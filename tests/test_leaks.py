@@ -18,7 +18,7 @@ from site_helpers import ROOT, need_site
 
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "HIDDEN TESTS")
 HIDDEN_CODE = (
-    re.compile(r"from\s+attn_ref\.grading\s+import\s+check"),
+    re.compile(r"from\s+attn_grader\s+import\s+check"),
     re.compile(r"""\bcheck\(\s*["']ps\d\d_\w+["']"""),  # the hidden test's call: check("ps05_...", ...)
 )
 MIN_LINE = 25  # solution lines shorter than this are too generic to be evidence (`return out`)

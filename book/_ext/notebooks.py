@@ -60,6 +60,10 @@ def _imports(code: str) -> set[str]:
     return names
 
 
+#: This repository's packages: one distribution (pyproject.toml), installed from the book's repository.
+FIRST_PARTY = {"attn_ref", "attn_grader"}
+
+
 def _needed(codes: list[str], root: Path) -> list[str]:
     """Third-party top-level modules the chapter needs: its own imports and, transitively, those
     of the ``attn_ref`` modules it imports."""
@@ -73,7 +77,7 @@ def _needed(codes: list[str], root: Path) -> list[str]:
             continue
         if head not in top:
             top.append(head)
-        if head == "attn_ref" and name not in seen_modules:
+        if head in FIRST_PARTY and name not in seen_modules:
             seen_modules.add(name)
             base = root / Path(*name.split("."))
             for path in (base.with_suffix(".py"), base / "__init__.py"):
@@ -102,7 +106,7 @@ def setup_source(modules: list[str], root: Path = ROOT) -> str:
     pins = _pins(root)
     needs = {}
     for m in modules:
-        if m == "attn_ref":
+        if m in FIRST_PARTY:
             needs[m] = f"attn_ref @ git+{repo['url'].rstrip('/')}@{repo.get('branch', 'main')}"
         else:
             pip = PIP_NAMES.get(m, m)
@@ -117,6 +121,7 @@ def setup_source(modules: list[str], root: Path = ROOT) -> str:
         "\n"
         f"NEEDS = {{\n{body},\n}}\n"
         "missing = [spec for module, spec in NEEDS.items() if importlib.util.find_spec(module) is None]\n"
+        "missing = list(dict.fromkeys(missing))  # one distribution holds all of this repository's packages\n"
         "if missing:\n"
         "    print('installing', ', '.join(missing))\n"
         "    subprocess.check_call([sys.executable, '-m', 'pip', 'install', '--quiet', *missing])"

@@ -1,6 +1,6 @@
 """``make grade-demo``: build a small demo class and grade it with the real grading path.
 
-    python -m attn_ref.grading.demo [--jobs N] [--course DIR] [--assignment PS]
+    python -m attn_grader.demo [--jobs N] [--course DIR] [--assignment PS]
 
 Four students hand in the assignment (default ps04_step_by_step, the worked example):
 ``correct`` (the solution's answers), ``partly_wrong`` (one catalogued mistake), ``blank`` (the

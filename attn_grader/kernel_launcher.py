@@ -1,8 +1,8 @@
 """The grading kernel's launcher: limits, an unprivileged user and an audit hook, then ipykernel.
 
-The grader's kernelspec (written into the scratch course by :mod:`attn_ref.grading.autograde`) runs::
+The grader's kernelspec (written into the scratch course by :mod:`attn_grader.autograde`) runs::
 
-    python -m attn_ref.grading.kernel_launcher --policy <policy.json> -f <connection_file> [ipykernel args]
+    python -m attn_grader.kernel_launcher --policy <policy.json> -f <connection_file> [ipykernel args]
 
 ``policy.json`` (written by the grader) gives:
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention import self_attention, self_attention_columns
-from ..softmax import softmax
-from .core import Mistake, Task
+from attn_ref.attention import self_attention, self_attention_columns
+from attn_ref.softmax import softmax
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps05_matrix_form"
 EXAMPLE = '''# The running example of the book (chapters "Self-attention step by step" and "Matrix form"):

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..multihead import merge_heads, multi_head_attention, split_heads
-from .core import Mistake, Task
+from attn_ref.multihead import merge_heads, multi_head_attention, split_heads
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps06_multi_head"
 #: The notebook's setup cell.

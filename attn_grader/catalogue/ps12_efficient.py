@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..efficient import blocked_attention
-from ..softmax import softmax
-from .core import Mistake, Task
+from attn_ref.efficient import blocked_attention
+from attn_ref.softmax import softmax
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps12_efficient"
 #: The notebook's setup cell.

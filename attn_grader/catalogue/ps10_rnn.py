@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention import self_attention
-from ..recurrent import PATH_KINDS
-from ..recurrent import path_length as _path_length
-from ..recurrent import rnn_forward as _rnn_forward
-from .core import Mistake, Task
+from attn_ref.attention import self_attention
+from attn_ref.recurrent import PATH_KINDS
+from attn_ref.recurrent import path_length as _path_length
+from attn_ref.recurrent import rnn_forward as _rnn_forward
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps10_rnn"
 SETUP = "import numpy as np"

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention import attend_one
-from ..softmax import softmax
-from .core import Mistake, Task
+from attn_ref.attention import attend_one
+from attn_ref.softmax import softmax
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps04_step_by_step"
 EXAMPLE = '''# The running example: four input vectors a^1..a^4 (the columns of a), d_in = 3, d_k = d_v = 2.

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..positional import shift_matrix, sinusoidal_positional_encoding
-from .core import Mistake, Task
+from attn_ref.positional import shift_matrix, sinusoidal_positional_encoding
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps07_positional"
 #: The notebook's setup cell.

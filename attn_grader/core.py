@@ -9,11 +9,11 @@ answer cell*: the same text serves three uses, so it cannot drift:
    output equals the mistake's, names the mistake in the feedback;
 2. proof: the test suite puts it into the answer cell of a submission and grades it
    with the real nbgrader, expecting less than full marks and the mistake's name;
-3. the isolated re-check (:mod:`attn_ref.grading.recheck`) reuses ``cases`` and ``reference``.
+3. the isolated re-check (:mod:`attn_grader.recheck`) reuses ``cases`` and ``reference``.
 
 A hidden test cell in a notebook is one line::
 
-    from attn_ref.grading import check; check("ps05_matrix_form", "self_attention_columns", self_attention_columns)
+    from attn_grader import check; check("ps05_matrix_form", "self_attention_columns", self_attention_columns)
 """
 
 from __future__ import annotations
@@ -151,8 +151,8 @@ def diagnose(task: Task, student_out, args: tuple) -> Mistake | None:
 
 
 def get_task(assignment: str, func_name: str) -> Task:
-    """The registered task ``func_name`` of ``assignment`` (module ``attn_ref.grading.<assignment>``)."""
-    module = importlib.import_module(f"attn_ref.grading.{assignment}")
+    """The registered task ``func_name`` of ``assignment`` (module ``attn_grader.catalogue.<assignment>``)."""
+    module = importlib.import_module(f"attn_grader.catalogue.{assignment}")
     for task in module.TASKS:
         if task.func_name == func_name:
             return task
@@ -160,7 +160,7 @@ def get_task(assignment: str, func_name: str) -> Task:
 
 
 def tasks_of(assignment: str) -> list[Task]:
-    return list(importlib.import_module(f"attn_ref.grading.{assignment}").TASKS)
+    return list(importlib.import_module(f"attn_grader.catalogue.{assignment}").TASKS)
 
 
 def _shape_of(args: tuple) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention import band_mask as _band_mask
-from ..images import image_to_vectors as _image_to_vectors
-from ..images import patchify as _patchify
-from ..local import banded_attention
-from .core import Mistake, Task
+from attn_ref.attention import band_mask as _band_mask
+from attn_ref.images import image_to_vectors as _image_to_vectors
+from attn_ref.images import patchify as _patchify
+from attn_ref.local import banded_attention
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps08_speech_images"
 EXAMPLE = '''# A tiny 2 x 3 RGB image: pixel (r, c) has the colour (r, c, 10 + r * 3 + c).

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention import scaled_dot_product_attention
-from ..scores import additive_score, dot_product_score
-from ..softmax import softmax
-from .core import Mistake, Task
+from attn_ref.attention import scaled_dot_product_attention
+from attn_ref.scores import additive_score, dot_product_score
+from attn_ref.softmax import softmax
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps03_relevance"
 #: The notebook's setup cell.

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import adjacency_from_edges as _adjacency
-from ..data import frame_signal as _frame_signal
-from ..embedding import cosine_similarity_matrix as _cosine
-from ..embedding import one_hot as _one_hot
-from .core import Mistake, Task
+from attn_ref.data import adjacency_from_edges as _adjacency
+from attn_ref.data import frame_signal as _frame_signal
+from attn_ref.embedding import cosine_similarity_matrix as _cosine
+from attn_ref.embedding import one_hot as _one_hot
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps01_vector_sets"
 SETUP = "import numpy as np"

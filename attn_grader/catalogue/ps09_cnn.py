@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..conv import conv2d_same, conv_as_attention_params, kernel_offsets, relative_attention_conv, relative_scores
-from .core import Mistake, Task
+from attn_ref.conv import (
+    conv2d_same,
+    conv_as_attention_params,
+    kernel_offsets,
+    relative_attention_conv,
+    relative_scores,
+)
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps09_cnn"
 SETUP = "import numpy as np"

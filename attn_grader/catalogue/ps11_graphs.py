@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention import apply_mask
-from ..graph import adjacency_mask as _adjacency_mask
-from ..graph import gat_layer
-from ..softmax import softmax
-from .core import Mistake, Task
+from attn_ref.attention import apply_mask
+from attn_ref.graph import adjacency_mask as _adjacency_mask
+from attn_ref.graph import gat_layer
+from attn_ref.softmax import softmax
+
+from ..core import Mistake, Task
 
 ASSIGNMENT = "ps11_graphs"
 EXAMPLE = '''# A small directed graph: edges 0 -> 1, 1 -> 2, 2 -> 0, 2 -> 3 (row 0: sources, row 1: targets).

@@ -1,8 +1,8 @@
 """``make grade``: autograde every submission, contained, re-checked, into grades.csv and feedback HTML.
 
-    python -m attn_ref.grading.autograde [--jobs N] [--assignment PS] [--course DIR]
-    python -m attn_ref.grading.autograde --shard K/N --results part_K.json   # one machine's slice
-    python -m attn_ref.grading.autograde --merge part_*.json                 # the one writer
+    python -m attn_grader.autograde [--jobs N] [--assignment PS] [--course DIR]
+    python -m attn_grader.autograde --shard K/N --results part_K.json   # one machine's slice
+    python -m attn_grader.autograde --merge part_*.json                 # the one writer
 
 For every ``submitted/<student>/<assignment>/`` of every assignment under ``solutions/``:
 
@@ -173,7 +173,7 @@ def _nbgrader_config(root: str, db_url: str, opts: Options | None = None):
     c.Autograde.force = True
     c.GenerateAssignment.force = True
     c.GenerateFeedback.force = True
-    c.GenerateFeedback.exporter_class = "attn_ref.grading.feedback.FeedbackHTML"
+    c.GenerateFeedback.exporter_class = "attn_grader.feedback.FeedbackHTML"
     c.GenerateAssignment.create_assignment = True
     if opts is not None:
         from nbconvert.preprocessors import ClearMetadataPreprocessor
@@ -369,7 +369,7 @@ def _probe_unprivileged(uid: int, scratch: str) -> bool:
         os.setgid(uid)
         os.setuid(uid)
     try:
-        r = subprocess.run([sys.executable, "-c", "import attn_ref.grading.core, ipykernel"], cwd=scratch,
+        r = subprocess.run([sys.executable, "-c", "import attn_grader.core, ipykernel"], cwd=scratch,
                            preexec_fn=drop, capture_output=True, timeout=60, env={"HOME": scratch,
                                                                                     "PATH": "/usr/bin:/bin"})
         return r.returncode == 0
@@ -438,7 +438,7 @@ def _policy(work: str, root: str, token: str, uid: int | None, opts: Options) ->
     kdir = os.path.join(work, "jupyter", "kernels", "attn-grade")
     os.makedirs(kdir, exist_ok=True)
     with open(os.path.join(kdir, "kernel.json"), "w") as f:
-        json.dump({"argv": [sys.executable, "-m", "attn_ref.grading.kernel_launcher", "--policy", path,
+        json.dump({"argv": [sys.executable, "-m", "attn_grader.kernel_launcher", "--policy", path,
                             "-f", "{connection_file}"],
                    "display_name": "attn_ref grading kernel", "language": "python"}, f)
     return path
@@ -528,7 +528,7 @@ def grade_shard(course: Course, items: list[dict], scratch: str, opts: Options, 
         try:
             tasks = tasks_of(a)
         except Exception as exc:  # noqa: BLE001 - an assignment without a catalogue is graded by nbgrader only
-            tasks, no_catalogue = [], f"no catalogue attn_ref.grading.{a} ({type(exc).__name__}): re-check skipped"
+            tasks, no_catalogue = [], f"no catalogue attn_grader.catalogue.{a} ({type(exc).__name__}): re-check skipped"
         else:
             no_catalogue = None
         for item in group:

@@ -1,7 +1,7 @@
 """Re-check each answer outside the student's kernel, where the reference is out of reach.
 
 The notebook's own tests run in the student's kernel, which the student's code controls (it can patch
-``np.allclose``, ``attn_ref.grading.check`` or IPython itself).  So every answer is also run again here:
+``np.allclose``, ``attn_grader.check`` or IPython itself).  So every answer is also run again here:
 
 1. the trusted harness (:data:`HARNESS`) starts in a fresh ``python -I`` process with a clean
    environment, in a scratch folder, with limits on memory (``RLIMIT_AS``), CPU time and file size;
@@ -16,7 +16,7 @@ The notebook's own tests run in the student's kernel, which the student's code c
    writing the outputs as plain arrays (``.npy`` files plus a JSON index: nothing is unpickled
    from the student's side);
 4. the grader (:func:`compare`) compares them with ``Task.reference`` computed here, outside, and
-   names a catalogued mistake where the output matches one (:func:`attn_ref.grading.core.diagnose`).
+   names a catalogued mistake where the output matches one (:func:`attn_grader.core.diagnose`).
 
 A task scores only when its notebook test and this re-check both pass.
 """
@@ -67,7 +67,7 @@ if uses_torch:
     torch.nn.modules.activation.MultiheadAttention = _BlockedMHA
 
 class _Blocker:
-    BLOCKED = ("attn_ref", "torch_geometric")
+    BLOCKED = ("attn_ref", "attn_grader", "torch_geometric")
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in self.BLOCKED:
             raise ImportError(f"{name} cannot be imported while an answer is re-checked")
@@ -97,7 +97,7 @@ def _hook(event, args):
         mode = args[1] if isinstance(args[1], str) else "r"
         flags = args[2] if isinstance(args[2], int) else 0
         writing = any(c in (mode or "") for c in "wax+") or bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
-        blocked_src = "/attn_ref/" in path + "/" or "/torch_geometric/" in path + "/"
+        blocked_src = any(f"/{p}/" in path + "/" for p in ("attn_ref", "attn_grader", "torch_geometric"))
         if (writing and not _inside(path, write_ok)) or (not writing and (not _inside(path, read_ok + write_ok)
                                                                           or blocked_src)):
             denied.append(path)

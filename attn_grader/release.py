@@ -1,6 +1,6 @@
 """``make release``: regenerate exercises/ from solutions/ for every assignment, in one nbgrader process.
 
-    python -m attn_ref.grading.release [--course DIR] [--db PATH]
+    python -m attn_grader.release [--course DIR] [--db PATH]
 
 Uses nbgrader's GenerateAssignment with the course's settings (nbgrader_config.py) and a scratch
 gradebook, so the course's gradebook.db is not touched.

@@ -1,0 +1,1 @@
+"""One module per assignment (``psNN_topic``): its tasks, hidden inputs and catalogued mistakes."""
