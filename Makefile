@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all book notebooks test lint pytest browser grade grade-demo release bench clean
+.PHONY: all book notebooks test lint pytest system-packages grade grade-demo release bench clean
 
 all: book
 
@@ -26,16 +26,18 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attn_ref)" >/dev/null
 	@touch $(STAMP)
 
-# Debian's chromium (and CJK fonts for the screenshots) for the browser tests, and PostgreSQL's
-# server binaries for the test of a PostgreSQL gradebook; installed with apt when absent and we
-# may (root). Playwright's own browser download is never used.
-browser:
-	@missing=""; command -v chromium >/dev/null 2>&1 || missing="chromium"; \
+# System packages, installed with apt when absent and we may (root): bubblewrap, the sandbox every
+# student kernel and re-check runs in; Debian's chromium (and CJK fonts for the screenshots) for the
+# browser tests; PostgreSQL's server binaries for the test of a PostgreSQL gradebook.
+# Playwright's own browser download is never used.
+system-packages:
+	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="bubblewrap"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
 	{ command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing$$missing with apt for the browser and PostgreSQL tests (about a minute)"; \
+	    echo "installing$$missing with apt (about a minute)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "missing:$$missing and not root: the tests that need them will be skipped (sudo apt-get install$$missing)"; \
@@ -54,7 +56,7 @@ notebooks: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-pytest: $(STAMP) browser
+pytest: $(STAMP) system-packages
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 test: lint book pytest
@@ -62,10 +64,10 @@ test: lint book pytest
 release: $(STAMP)
 	$(BIN)/python -m attn_grader.release
 
-grade: $(STAMP)
+grade: $(STAMP) system-packages
 	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)')
 
-grade-demo: $(STAMP)
+grade-demo: $(STAMP) system-packages
 	$(BIN)/python -m attn_grader.demo --jobs $(JOBS)
 
 bench: $(STAMP)
