@@ -12,20 +12,30 @@ fails to autograde.  :class:`ContainedExecute` instead
   nothing of the student's has run), and says so in the report (``restarted``);
 * keeps at most ``max_output_bytes`` of output per notebook (a flood of prints cannot fill the
   grader's memory); beyond ``kill_output_bytes`` the kernel is killed;
-* records what happened in ``resources["attn_grading"]`` for the grader's report.
+* runs every kernel in the sandbox (:mod:`.sandbox`, through the kernelspec's argv) with its own
+  working folder (a size-limited tmpfs when the grader is root) that holds the connection file and
+  the kernel's IPC sockets (``transport = "ipc"``: no TCP port, nothing on the network); the folder
+  is removed with everything in it after the notebook;
+* records what happened in ``ContainedExecute.reports`` for the grader's report.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 import time
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from traitlets import Integer, Unicode
+
+from . import sandbox
+from .kernel import AUDIT_FILE
+from .safeio import read_regular
 
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
@@ -35,9 +45,33 @@ def _error_output(ename: str, evalue: str) -> NotebookNode:
 
 class ContainedExecute(Execute):
     reports: dict = {}  # noqa: RUF012 - notebook folder -> what happened while executing it
+    on_done = None  # the grader's progress: called with each notebook's folder once it has run
     budget = Integer(600, help="seconds for the whole notebook").tag(config=True)
     max_output_bytes = Integer(2_000_000, help="output kept per notebook").tag(config=True)
     kill_output_bytes = Integer(50_000_000, help="output after which the kernel is killed").tag(config=True)
+    boxes = Unicode("", help="folder (private to the grader) that holds the kernels' working folders").tag(config=True)
+    box_bytes = Integer(256 << 20, help="size of a kernel's working folder (a tmpfs when root)").tag(config=True)
+
+    def create_kernel_manager(self):
+        """A kernel manager whose kernel talks over IPC sockets in a fresh working folder of its own."""
+        self._box = tempfile.mkdtemp(prefix="k-", dir=self.boxes or None)
+        self._box_mounted = sandbox.mount_tmpfs(self._box, self.box_bytes)
+        self.km = self.kernel_manager_class(kernel_name=self.kernel_name, config=self.config, transport="ipc",
+                                            connection_file=os.path.join(self._box, "kernel.json"))
+        return self.km
+
+    def _close_box(self, report: dict) -> None:
+        box = getattr(self, "_box", None)
+        if not box:
+            return
+        data = read_regular(os.path.join(box, AUDIT_FILE), 64 << 10)
+        if data:
+            watched = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+            report["watched"] = list(dict.fromkeys(report.get("watched", []) + watched))[:20]
+        if self._box_mounted:
+            sandbox.unmount(box)
+        shutil.rmtree(box, ignore_errors=True)
+        self._box = None
 
     def _kill_kernel(self) -> None:
         prov = getattr(self.km, "provisioner", None) if self.km is not None else None
@@ -94,6 +128,7 @@ class ContainedExecute(Execute):
                         # Before the first cell nothing the student wrote has run: a kernel that did not
                         # start (a loaded machine, a port taken) is the grader's problem; start another.
                         report["restarted"] = reason
+                        self._close_box(report)
                         continue
                     report["kernel_died"] = report["kernel_died"] or reason
                     for cell in self.nb.cells:
@@ -102,12 +137,15 @@ class ContainedExecute(Execute):
                     break
         finally:
             self.timeout = cell_timeout
+            self._close_box(report)
         report["output_truncated"] = self._output_truncated
         report["seconds"] = round(time.monotonic() - start, 2)
         self.set_widgets_metadata()
         # The grader runs nbgrader in this process: it reads the report back by the notebook's folder.
         path = (resources or {}).get("metadata", {}).get("path", "")
         ContainedExecute.reports[os.path.realpath(path) if path else ""] = report
+        if ContainedExecute.on_done is not None:
+            ContainedExecute.on_done(os.path.realpath(path) if path else "")
         return self.nb, self.resources
 
     def _run_cells(self, report: dict, resources, cell_timeout: int, start: float) -> None:

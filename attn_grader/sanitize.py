@@ -13,7 +13,6 @@ as a flag.  A notebook that cannot be read or is missing gets no score and a sta
 from __future__ import annotations
 
 import copy
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -153,37 +152,61 @@ def rebuild(student, release) -> Sanitized:
     return Sanitized(rebuilt, answers=answers, flags=flags, notes=notes)
 
 
-def sanitize(submission_dir: str, release_notebooks: dict[str, nbformat.NotebookNode]) -> Sanitized:
-    """Sanitise ``submission_dir`` (submitted/<student>/<assignment>/) against its release notebook(s).
+def sanitize(sub, release_notebooks: dict[str, nbformat.NotebookNode]) -> Sanitized:
+    """Sanitise a submission read by :func:`attn_grader.discover.find_submissions` against its release.
 
     release_notebooks: notebook file name -> release notebook (one per assignment in this course).
+    Nothing of the file's content is quoted into a reason: a notebook that does not parse is
+    "unreadable" with the kind of error and where, never with its text.
     """
     name, release = next(iter(release_notebooks.items()))
     flags: list[str] = []
     notes: list[str] = []
-    try:
-        entries = sorted(os.listdir(submission_dir))
-    except OSError as exc:
-        return Sanitized(None, reason=f"submission folder unreadable ({exc.strerror})")
-    for entry in entries:
+    if sub.problem:
+        return Sanitized(None, reason=sub.problem)
+    for entry, kind in sub.entries:
         if entry == name:
             continue
         if entry in IGNORED:
             notes.append(f"ignored {entry}")
             continue
-        flags.append(f"extra file {entry} dropped")
-    path = os.path.join(submission_dir, name)
-    if not os.path.isfile(path):
-        others = [e for e in entries if e.endswith(".ipynb")]
-        hint = f" (found {', '.join(others)})" if others else ""
+        flags.append(f"extra {'file' if kind == 'file' else kind} {entry!r} dropped")
+    if sub.notebook is None:
+        others = [e for e, _ in sub.entries if e.endswith(".ipynb")]
+        hint = f" (found {', '.join(repr(o) for o in others)})" if others else ""
         return Sanitized(None, flags=flags, notes=notes, reason=f"missing notebook {name}{hint}")
     try:
-        with open(path, encoding="utf-8") as f:
-            student = nbformat.read(f, as_version=4)
-    except Exception as exc:  # noqa: BLE001 - corrupt JSON, wrong encoding, not a notebook at all
-        return Sanitized(None, flags=flags, notes=notes,
-                         reason=f"unreadable notebook ({type(exc).__name__}: {str(exc)[:120]})")
+        student = nbformat.reads(sub.notebook.decode("utf-8"), as_version=4)
+    except UnicodeDecodeError as exc:
+        return Sanitized(None, flags=flags, notes=notes, reason=f"unreadable notebook (not UTF-8 at byte {exc.start})")
+    except Exception as exc:  # noqa: BLE001 - corrupt JSON, not a notebook at all
+        where = f" at line {exc.lineno}" if isinstance(getattr(exc, "lineno", None), int) else ""
+        return Sanitized(None, flags=flags, notes=notes, reason=f"unreadable notebook ({type(exc).__name__}{where})")
     result = rebuild(student, release)
     result.flags[:0] = flags
     result.notes[:0] = notes
     return result
+
+
+SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
+
+
+def strip_active_outputs(nb) -> int:
+    """Keep only inert outputs (plain text, PNG, JPEG) before the feedback is rendered; return how many
+    outputs lost something.  HTML, JavaScript, SVG, Markdown and LaTeX from a student's kernel would be
+    live in the instructor's browser."""
+    changed = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = out.get("data")
+            if not isinstance(data, dict):
+                continue
+            dropped = sorted(k for k in data if k not in SAFE_MIME)
+            if dropped:
+                changed += 1
+                for k in dropped:
+                    del data[k]
+                if "text/plain" not in data:
+                    data["text/plain"] = f"[grader: {', '.join(dropped)} output not shown]"
+            out["metadata"] = {}
+    return changed

@@ -1,0 +1,166 @@
+"""The re-check harness: runs a student's answers on the re-check's inputs, inside the sandbox.
+
+    python -I /grader/harness.py WORK       # in the sandbox (see attn_grader.recheck)
+
+This file is bound read-only *alone* into the sandbox: neither ``attn_ref`` nor ``attn_grader`` nor
+``torch_geometric`` is on its file system, so no answer can call the reference, and the inputs in
+``job.pkl`` were drawn from the course's secret (the references for them are computed by the grader,
+outside).  It uses the standard library, NumPy and, when an answer does, PyTorch.
+
+PyTorch's own attention is blocked at the dispatcher: every ATen attention operator gets a kernel that
+raises, registered before any student code runs, for every backend, so ``torch.ops.aten...`` and
+``F.scaled_dot_product_attention`` fail alike.  ``nn.MultiheadAttention`` and
+``F.multi_head_attention_forward`` (whose slow path is plain matrix products) are blocked by name, a
+second layer.  Each blocked call is noted in the index, and the grader flags it.
+
+Outputs go to ``WORK/out`` as ``.npy`` files (no pickles) plus ``index.json``; the grader reads them
+as untrusted data.
+"""
+
+import copy
+import json
+import os
+import pickle
+import signal
+import sys
+
+import numpy as np
+
+ATTENTION_OPS = ("scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+                 "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+                 "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+                 "_scaled_dot_product_fused_attention_overrideable", "_native_multi_head_attention",
+                 "_transformer_encoder_layer_fwd", "_scaled_dot_product_attention_math_for_mps",
+                 "_flash_attention_forward", "_efficient_attention_forward")
+blocked_calls = []
+
+
+def block_torch_attention():
+    import ctypes
+
+    import torch
+    import torch.nn.functional as F
+
+    def blocked(*args, **kwargs):
+        blocked_calls.append("PyTorch's attention")
+        raise RuntimeError("PyTorch's built-in attention is not allowed in this answer")
+
+    lib = torch._C._dispatch_library("IMPL", "aten", "", "<re-check>", 0)
+    for op in ATTENTION_OPS:
+        if not torch._C._dispatch_has_kernel(f"aten::{op}"):
+            continue
+        for key in ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CPU", "Autograd", "Meta"):
+            if torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op}", key):
+                lib.impl(op, key, blocked, False)
+    # The registration lives as long as its handle: keep the handle alive with no Python name for it,
+    # so no answer can find it and reset it.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
+    del lib
+
+    class BlockedMHA(torch.nn.Module):
+        def __init__(self, *a, **k):
+            blocked()
+    F.multi_head_attention_forward = blocked
+    torch.nn.MultiheadAttention = BlockedMHA
+    torch.nn.modules.activation.MultiheadAttention = BlockedMHA
+
+
+class Timeout(BaseException):
+    pass
+
+
+def on_alarm(signum, frame):
+    raise Timeout()
+
+
+class FakeIPython:
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def to_plain(x, depth=0):
+    if depth < 2 and isinstance(x, (tuple, list)) and not all(np.isscalar(v) for v in x):
+        return ("tuple", [to_plain(v, depth + 1) for v in x])
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    arr = np.array(x)
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(f"expected numbers, got {type(x).__name__}")
+    return ("array", arr)
+
+
+def save(value, out_dir, prefix):
+    kind, payload = value
+    if kind == "tuple":
+        return {"tuple": [save(v, out_dir, f"{prefix}_{i}") for i, v in enumerate(payload)]}
+    np.save(os.path.join(out_dir, prefix + ".npy"), np.asarray(payload, order="C"), allow_pickle=False)
+    return {"array": prefix + ".npy"}
+
+
+def source_of(text):
+    if any(line.lstrip().startswith(("%", "!")) for line in text.splitlines()):
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+            return TransformerManager().transform_cell(text)
+        except Exception:  # noqa: BLE001
+            return text
+    return text
+
+
+def main(work):
+    with open(os.path.join(work, "job.pkl"), "rb") as f:
+        job = pickle.load(f)  # written by the grader for this sandbox
+    os.remove(os.path.join(work, "job.pkl"))
+    out_dir = os.path.join(work, "out")
+    os.makedirs(out_dir, exist_ok=True)
+    index = {"answers": {}, "tasks": {}}
+
+    def write_index():
+        with open(os.path.join(out_dir, "index.json"), "w") as f:
+            json.dump(index, f)
+
+    namespace = {"__name__": "__main__", "get_ipython": lambda: FakeIPython()}
+    exec(compile(job["setup"], "<setup>", "exec"), namespace)
+    if "torch" in sys.modules or any("torch" in s for s in job["answers"].values()):
+        block_torch_attention()
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    signal.signal(signal.SIGALRM, on_alarm)
+    for gid, text in job["answers"].items():
+        try:
+            signal.alarm(job["call_seconds"])
+            exec(compile(source_of(text), f"<answer {gid}>", "exec"), namespace)
+            signal.alarm(0)
+            index["answers"][gid] = "ok"
+        except BaseException as exc:  # noqa: BLE001 - an answer may raise anything, even SystemExit
+            signal.alarm(0)
+            index["answers"][gid] = type(exc).__name__
+        write_index()
+    for ti, task in enumerate(job["tasks"]):
+        name = task["func_name"]
+        fn = namespace.get(name)
+        if not callable(fn):
+            index["tasks"][name] = {"error": f"{name} is not defined"}
+            write_index()
+            continue
+        results = []
+        for ci, args in enumerate(task["cases"]):
+            try:
+                signal.alarm(job["call_seconds"])
+                value = fn(*copy.deepcopy(args))
+                signal.alarm(0)
+                results.append(save(to_plain(value), out_dir, f"t{ti}_c{ci}"))
+            except Timeout:
+                signal.alarm(0)
+                results.append({"error": f"took longer than {job['call_seconds']} s"})
+            except BaseException as exc:  # noqa: BLE001
+                signal.alarm(0)
+                results.append({"error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+        index["tasks"][name] = {"results": results}
+        write_index()
+    index["blocked"] = sorted(set(blocked_calls))
+    index["done"] = True
+    write_index()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,72 @@
+"""A grading kernel, started inside the sandbox (:mod:`attn_grader.sandbox`) by the kernelspec's launcher.
+
+    python -I -m attn_grader.kernel -f CONNECTION_FILE
+
+The sandbox is the boundary.  This adds a second layer that only *watches*: an audit hook appends to
+``.attn-audit`` in the working folder every attempt to open a path outside what the sandbox offers,
+to start a process, to open a socket or to send a signal, and the grader turns the lines into flags.
+The student's code can switch the hook off (then there is no flag, and still nothing to reach).
+The kernel's own output (banner, a flood) goes to /dev/null, never to the grader.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+AUDIT_FILE = ".attn-audit"
+WATCHED = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+           "os.kill", "os.killpg", "socket.connect", "socket.bind", "ctypes.dlopen")
+
+
+def allowed_roots() -> list[str]:
+    roots = {os.getcwd(), "/tmp", "/usr", "/etc", "/dev", "/proc/self", "/proc/thread-self", "/sys",
+             sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    roots |= {p for p in sys.path if p and os.path.isdir(p)}
+    return sorted({os.path.realpath(r) for r in roots})
+
+
+def install_watch(log_path: str) -> None:
+    """Append to ``log_path`` what the kernel tries beyond the sandbox (once the kernel has started)."""
+    roots = tuple(r.rstrip("/") + "/" for r in allowed_roots())
+    log = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - open for the kernel's life
+    seen: set[str] = set()
+    abspath, fspath = os.path.abspath, os.fspath
+
+    def note(line: str) -> None:
+        if line not in seen and len(seen) < 50:
+            seen.add(line)
+            log.write(line.replace("\n", " ")[:300] + "\n")
+
+    def hook(event, args):
+        if event == "open":
+            target = args[0] if args else None
+            if target is None or isinstance(target, int):
+                return
+            try:
+                path = abspath(fspath(target))
+            except Exception:  # noqa: BLE001
+                return
+            if not (path + "/").startswith(roots):
+                note(f"open {path}")
+        elif event.startswith(WATCHED):
+            note(event)
+
+    sys.addaudithook(hook)
+
+
+def main(argv: list[str]) -> None:
+    os.makedirs(os.environ.get("HOME", "/tmp/home"), exist_ok=True)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    from ipykernel.kernelapp import IPKernelApp
+
+    app = IPKernelApp.instance()
+    app.initialize(argv)  # the kernel's own start-up (it runs a subprocess or two) is not watched
+    install_watch(os.path.join(os.getcwd(), AUDIT_FILE))
+    app.start()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

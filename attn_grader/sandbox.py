@@ -1,0 +1,215 @@
+"""The one sandbox every student kernel and every re-check runs in: bubblewrap, as an unprivileged user.
+
+The boundary is the kernel of the OS, not a list of forbidden names.  A sandboxed process gets
+
+* its own user, pid, ipc, uts, cgroup and network namespaces (``bwrap --unshare-all``): no network at
+  all (not even this machine's loopback services), no view of any process outside, ``--die-with-parent``
+  (nothing outlives the grader) and ``--disable-userns`` (no nested namespaces);
+* a file system that holds only the system libraries (``/usr``), the Python installation and the
+  virtualenv (read-only), the paths a :class:`Spec` names read-only (for a kernel, the ``attn_ref`` and
+  ``attn_grader`` packages; for a re-check, the harness file alone), one writable working folder (that
+  submission's, a size-limited tmpfs mounted by the grader) and a small private ``/tmp``;
+* an unprivileged uid of its own (a fresh random one per sandbox, so no two sandboxes share files or
+  signals), no capabilities, a clean environment and resource limits (address space, CPU time, file
+  size, processes).
+
+bubblewrap needs either unprivileged user namespaces or root.  As root (CI, an instructor's grading
+box), the Python installation may live where an unprivileged user cannot look (``/root/.pyenv``, mode
+0700): the launcher then enters a mount namespace of its own, binds each source onto a private
+``0755`` staging tmpfs, drops to the sandbox uid and only then runs bwrap, which binds the staged
+copies back onto their original paths.  Nothing of that is visible to the grader or anyone else.
+
+This file uses the standard library only: the grader runs it as a script (``python -I -S sandbox.py``)
+so that a sandbox starts in about 30 ms (``make bench``).
+
+    python -I -S sandbox.py run SPEC_JSON -- COMMAND...          # run COMMAND in the sandbox
+    python -I -S sandbox.py kernel SPEC_JSON -f CONNECTION_FILE  # a kernelspec's argv: a kernel
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+
+BWRAP = next((p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap") if os.path.exists(p)),
+             "/usr/bin/bwrap")
+HERE = os.path.abspath(__file__)
+CLONE_NEWNS = 0x00020000
+MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 0x1000, 0x4000, 0x40000, 2
+UID_RANGE = (1 << 20, 1 << 30)  # far above any account of this machine
+STAGE = "/mnt"  # mount point of the staging tmpfs, inside the launcher's own mount namespace only
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
+       "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+       "PYDEVD_DISABLE_FILE_VALIDATION": "1", "HOME": "/tmp/home", "IPYTHONDIR": "/tmp/home/.ipython",
+       "MPLCONFIGDIR": "/tmp/home/.mpl", "TMPDIR": "/tmp"}
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(libc, src: str | None, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(libc.mount(src and src.encode(), dst.encode(), fstype and fstype.encode(), flags,
+                      data and data.encode()), f"mount {dst}")
+
+
+def python_roots() -> list[str]:
+    """The Python installation and the virtualenv this grader runs in (read-only in every sandbox)."""
+    roots = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+    if os.path.exists(os.path.join(venv, "pyvenv.cfg")):  # under ``-S`` sys.prefix is the base's
+        roots.add(venv)
+    return sorted(r for r in roots if not r.startswith("/usr/"))
+
+
+def mount_tmpfs(path: str, size: int, uid: int | None = None) -> bool:
+    """A size-limited tmpfs on ``path`` (root, in the grader's own mount namespace); False where not root."""
+    if os.geteuid() != 0:
+        return False
+    opts = f"size={int(size)},mode=0700" + (f",uid={uid},gid={uid}" if uid is not None else "")
+    _mount(_libc(), "attn-grader", path, "tmpfs", 0, opts)
+    return True
+
+
+def unmount(path: str) -> None:
+    if os.geteuid() == 0:
+        _libc().umount2(path.encode(), MNT_DETACH)
+
+
+def fresh_uid() -> int:
+    lo, hi = UID_RANGE
+    return lo + int.from_bytes(os.urandom(4), "little") % (hi - lo)
+
+
+def _bwrap_args(spec: dict, sources: dict[str, str]) -> list[str]:
+    """bwrap's arguments; ``sources`` maps each path of the sandbox to where bwrap finds it."""
+    uid = spec["uid"]
+    args = [BWRAP, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL", "--uid", str(uid), "--gid", str(uid), "--clearenv",
+            "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+            "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+            "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+            "--ro-bind-try", "/etc/localtime", "/etc/localtime",
+            "--proc", "/proc", "--dev", "/dev",
+            "--size", str(int(spec.get("tmp_bytes", 64 << 20))), "--perms", "0700", "--tmpfs", "/tmp"]
+    for key, value in {**ENV, **spec.get("env", {})}.items():
+        args += ["--setenv", key, str(value)]
+    for dst in [*spec.get("ro", []), *spec.get("ro_files", {})]:
+        args += ["--ro-bind", sources[dst], dst]
+    work = spec["work"]
+    args += ["--bind", sources[work], work, "--chdir", work]
+    return args
+
+
+def _limits(spec: dict) -> None:
+    import resource
+
+    for name, key in (("RLIMIT_AS", "memory"), ("RLIMIT_CPU", "cpu"), ("RLIMIT_FSIZE", "fsize"),
+                      ("RLIMIT_NPROC", "nproc"), ("RLIMIT_CORE", "core")):
+        value = spec.get(key, 0 if key == "core" else None)
+        if value is not None:
+            resource.setrlimit(getattr(resource, name), (int(value), int(value)))
+
+
+def enter(spec: dict, argv: list[str]) -> None:
+    """Replace this process by ``argv`` in the sandbox ``spec`` (never returns).
+
+    ``spec``: ``work`` (the writable folder, also the working directory), ``ro`` (folders bound
+    read-only at their own paths), ``ro_files`` ({path in the sandbox: file outside}), ``uid``
+    (default: a fresh one), ``env``, limits ``memory``/``cpu``/``fsize``/``nproc`` and ``tmp_bytes``.
+    """
+    spec = dict(spec)
+    spec.setdefault("uid", fresh_uid())
+    uid, work = spec["uid"], spec["work"]
+    if spec.get("disabled"):  # --no-sandbox: the same command, limits and clean environment, no isolation
+        os.chdir(work)
+        _limits(spec)
+        os.execve(argv[0], argv, {**ENV, **spec.get("env", {}), "HOME": work, "TMPDIR": work,
+                                  "IPYTHONDIR": work + "/.ipython", "MPLCONFIGDIR": work + "/.mpl"})
+    ro = list(dict.fromkeys([*python_roots(), *spec.get("ro", [])]))
+    spec["ro"] = ro
+    if os.geteuid() != 0:  # unprivileged bubblewrap: it binds the paths as this user sees them
+        sources = {p: p for p in ro} | {work: work} | {d: s for d, s in spec.get("ro_files", {}).items()}
+        _limits(spec)
+        os.execv(BWRAP, [*_bwrap_args(spec, sources), "--", *argv])
+    libc = _libc()
+    _check(libc.unshare(CLONE_NEWNS), "unshare")
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing below reaches the grader's view
+    wanted = [*ro, work, *spec.get("ro_files", {}).values()]
+    fds = [os.open(p, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC) for p in wanted]  # before the staging hides them
+    _mount(libc, "attn-stage", STAGE, "tmpfs", 0, "mode=0755,size=64k")
+    sources: dict[str, str] = {}
+    targets = [*ro, work, *spec.get("ro_files", {})]
+    for i, (dst, fd) in enumerate(zip(targets, fds, strict=True)):
+        staged = f"{STAGE}/{i}"
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.mkdir(staged)
+        else:
+            open(staged, "w").close()  # noqa: SIM115 - a file to bind a file onto
+        _mount(libc, f"/proc/self/fd/{fd}", staged, None, MS_BIND | MS_REC)
+        os.close(fd)
+        sources[dst] = staged
+    os.chown(work, uid, uid)
+    for name in os.listdir(work):  # the connection file the grader wrote, a re-check's job
+        os.chown(os.path.join(work, name), uid, uid, follow_symlinks=False)
+    args = _bwrap_args(spec, sources)
+    _limits(spec)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    os.execv(BWRAP, [*args, "--", *argv])
+
+
+def command(spec: dict, argv: list[str]) -> list[str]:
+    """The command line that runs ``argv`` in the sandbox ``spec``."""
+    return [sys.executable, "-I", "-S", HERE, "run", json.dumps(spec), "--", *argv]
+
+
+def kernel_argv(spec: dict) -> list[str]:
+    """A kernelspec's argv: a grading kernel in the sandbox; its work folder is the connection file's."""
+    return [sys.executable, "-I", "-S", HERE, "kernel", json.dumps(spec), "-f", "{connection_file}"]
+
+
+def unusable() -> str | None:
+    """Why no sandbox can run here (None: it can), with what to do about it."""
+    if not sys.platform.startswith("linux"):
+        return "the grading sandbox (bubblewrap) needs Linux"
+    if not os.path.exists(BWRAP):
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap; make system-packages)"
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as work:
+        try:
+            r = subprocess.run(command({"work": work}, ["/bin/true"]), capture_output=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bubblewrap could not start ({type(exc).__name__})"
+    if r.returncode != 0:
+        err = r.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+        return (f"bubblewrap cannot make a sandbox here ({err[0][:200]}): run the grader as root or enable "
+                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)")
+    return None
+
+
+def main(argv: list[str]) -> None:
+    mode, spec = argv[0], json.loads(argv[1])
+    if mode == "run":
+        enter(spec, argv[argv.index("--") + 1:])
+    elif mode == "kernel":
+        connection_file = argv[argv.index("-f") + 1]
+        spec["work"] = os.path.dirname(os.path.abspath(connection_file))
+        enter(spec, [sys.executable, "-I", "-m", "attn_grader.kernel", "-f", connection_file])
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
