@@ -1,7 +1,7 @@
 # Self-Attention, Step by Step.  Two commands on a fresh machine:
 #   make book   - set up .venv, build the HTML book into _build/html
 #   make test   - set up .venv, ruff, the book build, the pytest suite
-# Instructor: make grade [PS=ps05_matrix_form] [JOBS=2] [DB_URL=postgresql://...], make grade-demo.
+# Instructor: make grade [PS=ps05_matrix_form] [JOBS=2] [DB_URL=postgresql://...] [ARGS=--no-sandbox], make grade-demo.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 PYTHON ?= python3
@@ -9,6 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= 1
+ARGS ?=
 PS ?=
 DB_URL ?=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -65,7 +66,7 @@ release: $(STAMP)
 	$(BIN)/python -m attn_grader.release
 
 grade: $(STAMP) system-packages
-	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)')
+	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(ARGS)
 
 grade-demo: $(STAMP) system-packages
 	$(BIN)/python -m attn_grader.demo --jobs $(JOBS)

@@ -27,6 +27,9 @@ time: a second run waits for the first (``.grader/lock``).
 
 from __future__ import annotations
 
+from . import patches  # noqa: F401 - first: it changes how nbformat imports
+
+# isort: split
 import argparse
 import contextlib
 import fcntl
@@ -45,12 +48,7 @@ from dataclasses import asdict, dataclass, field
 
 import nbformat
 
-from . import (
-    patches,  # noqa: F401, I001 - first: it changes how nbformat imports
-    recheck,
-    record,
-    sandbox,
-)
+from . import recheck, record, sandbox
 from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
 from .result import Result, empty_result
@@ -237,8 +235,9 @@ def _kernelspec(work: str, opts: Options) -> None:
     kdir = os.path.join(work, "jupyter", "kernels", "attn-grade")
     os.makedirs(kdir, exist_ok=True)
     with open(os.path.join(kdir, "kernel.json"), "w") as f:
+        # An interrupt travels as a message: a signal to the sandbox's outer process would not reach the kernel.
         json.dump({"argv": sandbox.kernel_argv(spec), "display_name": "attn_ref grading kernel",
-                   "language": "python"}, f)
+                   "language": "python", "interrupt_mode": "message"}, f)
 
 
 def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: str, opts: Options, report=None,
@@ -419,12 +418,14 @@ def scratch_folder(root: str):
     after a crash, by the next run (which holds the lock, so nothing else uses it)."""
     base = os.path.join(state_dir(root), "scratch")
     os.makedirs(base, mode=0o700, exist_ok=True)
-    private = os.environ.get(PRIVATE_ENV) == str(os.getpid())
-    if private and sandbox.mount_tmpfs(base, 8 << 30):
+    if os.environ.get(PRIVATE_ENV) == str(os.getpid()) and os.geteuid() == 0:
+        os.environ[sandbox.MOUNTS_ENV] = "1"  # this process and its workers may mount (privately)
+        sandbox.mount_tmpfs(base, 8 << 30)
         try:
             yield base
         finally:
             sandbox.unmount(base)
+            os.environ.pop(sandbox.MOUNTS_ENV, None)
         return
     for stale in os.listdir(base):
         shutil.rmtree(os.path.join(base, stale), ignore_errors=True)
@@ -489,7 +490,7 @@ def _run(root, jobs, only, opts, shard, results_out, verbose, db_url, scratch) -
         nonlocal ran_count
         ran_count += 1
         if verbose:
-            print(f"[ran {ran_count}/{len(items)}] {student!r} {a}", flush=True)
+            print(f"[ran {ran_count}/{len(items)}] {record.shown(student)} {a}", flush=True)
 
     for s in subs:
         release = course.releases.get(s.assignment, (None, None))[1]
@@ -562,10 +563,13 @@ def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options
         argv += ["--shard", f"{shard[0]}/{shard[1]}"] if shard else []
         argv += ["--db-url", db_url] if db_url else []
         argv += [] if verbose else ["--quiet"]
-        proc = subprocess.run(argv, cwd=REPO, stdout=None if verbose else subprocess.PIPE,
-                              stderr=None if verbose else subprocess.PIPE, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"grading failed ({proc.returncode}): {(proc.stderr or '')[-2000:]}")
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in proc.stdout:  # the progress lines, through this process's sys.stdout
+            if verbose:
+                print(line, end="", flush=True)
+        err = proc.stderr.read()
+        if proc.wait() != 0:
+            raise RuntimeError(f"grading failed (exit {proc.returncode}): {err[-2000:]}")
         if not os.path.exists(out):
             return {}
         with open(out) as f:
@@ -620,7 +624,6 @@ def main(argv: list[str] | None = None) -> int:
                   "To grade anyway, unprotected (every row will say so): make grade ARGS=--no-sandbox "
                   "or python -m attn_grader.autograde --no-sandbox", file=sys.stderr)
             return 2
-    _private_mounts(argv)
     shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
     if shard is not None and not args.results:
         p.error("--shard needs --results FILE (merge the files with --merge)")
@@ -646,4 +649,5 @@ def _merge_parts(root: str, args) -> int:
 
 
 if __name__ == "__main__":
+    _private_mounts(sys.argv[1:])
     sys.exit(main())

@@ -4,7 +4,8 @@
 
 The sandbox is the boundary.  This adds a second layer that only *watches*: an audit hook appends to
 ``.attn-audit`` in the working folder every attempt to open a path outside what the sandbox offers,
-to start a process, to open a socket or to send a signal, and the grader turns the lines into flags.
+to write, delete or rename outside its own folder, to start a process, to open a socket or to send a
+signal, and the grader turns the lines into flags.
 The student's code can switch the hook off (then there is no flag, and still nothing to reach).
 The kernel's own output (banner, a flood) goes to /dev/null, never to the grader.
 """
@@ -17,6 +18,7 @@ import sys
 AUDIT_FILE = ".attn-audit"
 WATCHED = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
            "os.kill", "os.killpg", "socket.connect", "socket.bind", "ctypes.dlopen")
+CHANGES = ("os.remove", "os.rmdir", "os.rename", "os.chmod", "os.chown", "os.symlink", "os.link", "shutil.rmtree")
 
 
 def allowed_roots() -> list[str]:
@@ -29,6 +31,8 @@ def allowed_roots() -> list[str]:
 def install_watch(log_path: str) -> None:
     """Append to ``log_path`` what the kernel tries beyond the sandbox (once the kernel has started)."""
     roots = tuple(r.rstrip("/") + "/" for r in allowed_roots())
+    own = tuple(os.path.realpath(r).rstrip("/") + "/" for r in (os.getcwd(), "/tmp"))  # where it may write
+    exists = os.path.exists
     log = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - open for the kernel's life
     seen: set[str] = set()
     abspath, fspath = os.path.abspath, os.fspath
@@ -38,17 +42,30 @@ def install_watch(log_path: str) -> None:
             seen.add(line)
             log.write(line.replace("\n", " ")[:300] + "\n")
 
+    def outside(target, roots) -> str | None:
+        if target is None or isinstance(target, int):
+            return None
+        try:
+            path = abspath(fspath(target))
+        except Exception:  # noqa: BLE001
+            return None
+        if not (path + "/").startswith(roots):
+            return path
+        # Under /tmp (the sandbox's own, nearly empty) a path whose folder is missing names a file
+        # of the machine outside, say a course in /tmp/...: an attempt to reach it.
+        return path if path.startswith("/tmp/") and not exists(os.path.dirname(path)) else None
+
     def hook(event, args):
-        if event == "open":
-            target = args[0] if args else None
-            if target is None or isinstance(target, int):
-                return
-            try:
-                path = abspath(fspath(target))
-            except Exception:  # noqa: BLE001
-                return
-            if not (path + "/").startswith(roots):
-                note(f"open {path}")
+        if event == "open" and args:
+            writing = (isinstance(args[1], str) and any(c in args[1] for c in "wax+")) or \
+                (len(args) > 2 and isinstance(args[2], int) and args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+            path = outside(args[0], own if writing else roots)
+            if path:
+                note(f"{'write' if writing else 'open'} {path}")
+        elif event.startswith(CHANGES) and args:
+            path = outside(args[0], own)
+            if path:
+                note(f"{event} {path}")
         elif event.startswith(WATCHED):
             note(event)
 

@@ -76,7 +76,7 @@ def run(tasks: list[Task], cases: dict[str, list], setup: str, answers: dict[str
         else:
             spec["disabled"] = True
             harness = HARNESS
-        argv = sandbox.command(spec, [sys.executable, "-I", harness, box])
+        argv = sandbox.command(spec, [sys.executable, "-I", "-B", harness, box])
         index = _run(argv, wall_seconds)
         index.update(_read_index(box))
         index["outputs"] = _read_outputs(box, index)

@@ -61,6 +61,11 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def shown(name: str) -> str:
+    """A student's folder name for a terminal line: as it is, or quoted when it has odd characters."""
+    return name if name.isprintable() and " " not in name and name else repr(name)
+
+
 def progress_line(i: int, n: int, r: Result) -> str:
     score = f"{_fmt(r.total)}/{_fmt(r.max_total)}" if r.status != "ungradable" else f"-/{_fmt(r.max_total)}"
     extra = []
@@ -70,8 +75,8 @@ def progress_line(i: int, n: int, r: Result) -> str:
         extra.append("flag: " + "; ".join(r.flags)[:200])
     if not r.sandbox:
         extra.append("NO SANDBOX")
-    line = f"[{i}/{n}] {r.student!r} {r.assignment}: {score}" + (f" ({' | '.join(extra)})" if extra else "")
-    return line.replace("\n", "\\n").replace("\r", "\\r")
+    line = f"[{i}/{n}] {shown(r.student)} {r.assignment}: {score}" + (f" ({' | '.join(extra)})" if extra else "")
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in line)
 
 
 def write_outputs(root: str, results: dict[str, Result]) -> None:

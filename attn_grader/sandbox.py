@@ -39,6 +39,7 @@ HERE = os.path.abspath(__file__)
 CLONE_NEWNS = 0x00020000
 MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 0x1000, 0x4000, 0x40000, 2
 UID_RANGE = (1 << 20, 1 << 30)  # far above any account of this machine
+MOUNTS_ENV = "ATTN_GRADER_MOUNTS"  # "1": this process is in the grader's private mount namespace
 STAGE = "/mnt"  # mount point of the staging tmpfs, inside the launcher's own mount namespace only
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -71,8 +72,9 @@ def python_roots() -> list[str]:
 
 
 def mount_tmpfs(path: str, size: int, uid: int | None = None) -> bool:
-    """A size-limited tmpfs on ``path`` (root, in the grader's own mount namespace); False where not root."""
-    if os.geteuid() != 0:
+    """A size-limited tmpfs on ``path``, only in the grader's own mount namespace (as root; see
+    attn_grader.autograde); False elsewhere: the folder stays a plain folder."""
+    if os.geteuid() != 0 or os.environ.get(MOUNTS_ENV) != "1":
         return False
     opts = f"size={int(size)},mode=0700" + (f",uid={uid},gid={uid}" if uid is not None else "")
     _mount(_libc(), "attn-grader", path, "tmpfs", 0, opts)
@@ -80,7 +82,7 @@ def mount_tmpfs(path: str, size: int, uid: int | None = None) -> bool:
 
 
 def unmount(path: str) -> None:
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 and os.environ.get(MOUNTS_ENV) == "1":
         _libc().umount2(path.encode(), MNT_DETACH)
 
 
@@ -206,7 +208,7 @@ def main(argv: list[str]) -> None:
     elif mode == "kernel":
         connection_file = argv[argv.index("-f") + 1]
         spec["work"] = os.path.dirname(os.path.abspath(connection_file))
-        enter(spec, [sys.executable, "-I", "-m", "attn_grader.kernel", "-f", connection_file])
+        enter(spec, [sys.executable, "-I", "-B", "-m", "attn_grader.kernel", "-f", connection_file])
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -1,15 +1,24 @@
 """The attack catalogue (tests/attacks/), graded by the real `make grade` path in one class.
 
 Each folder of tests/attacks/ is one submission with its expected outcome in expected.json
-(regenerate with tests/attacks/make_attacks.py).  All are graded together, with JOBS=2 and short
-timeouts, then a resubmission after a full score is graded again.
+(regenerate with tests/attacks/make_attacks.py).  Attacks that cannot live in git (symbolic links,
+a FIFO, hostile folder names) are made here.  All are graded together with honest and blank
+classmates, with JOBS=2 and short timeouts; then: every classmate's grade is exactly right, no file
+outside the grader's outputs changed, nothing is left running or on disk.  Further tests: a
+resubmission, two runs at once, and a grader killed mid-run and run again.
 """
 
 import csv
 import glob
+import hashlib
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
@@ -19,103 +28,223 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKS = os.path.join(HERE, "attacks")
 REPO = os.path.dirname(HERE)
 A = "ps04_step_by_step"
+VENV = sys.prefix
+OPTS = Options(cell_timeout=15, budget=120, recheck_seconds=60, call_seconds=5, memory=3 << 30)
+HONEST = os.path.join(ATTACKS, "a00_honest_prints_warns", A + ".ipynb")
+OUTPUTS = ("grades.csv", "gradebook.db", "grading_results.json", "grading_report.md", "feedback", ".grader")
+HOSTILE_NAMES = ["*", ".x", "a[1]", "new\nline", "=2+3", "<img src=x onerror=alert(1)>"]
+BLANK = os.path.join(REPO, "exercises", A, A + ".ipynb")
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading_attacks")]
 
 
-def _marker_processes(marker: str) -> list[int]:
+def _processes_mentioning(text: str) -> list[int]:
     pids = []
     for pid in os.listdir("/proc"):
-        if pid.isdigit():
+        if pid.isdigit() and int(pid) != os.getpid():
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
+                    if text.encode() in f.read():
                         pids.append(int(pid))
             except OSError:
                 pass
     return pids
 
 
+def _snapshot(root: str) -> dict[str, str]:
+    """Every file of the course outside the grader's outputs, and the venv's site-packages, hashed."""
+    out = {}
+    for top in (root, *glob.glob(os.path.join(VENV, "lib", "python3*", "site-packages"))):
+        for dirpath, dirnames, filenames in os.walk(top):
+            if dirpath == root:
+                dirnames[:] = [d for d in dirnames if d not in OUTPUTS]
+                filenames = [f for f in filenames if f not in OUTPUTS]
+            if top != root:  # the venv: its .pth files (what runs at every start), by name
+                out.update({os.path.join(dirpath, f): "" for f in filenames if f.endswith(".pth")})
+                dirnames[:] = []
+                continue
+            for f in filenames:
+                p = os.path.join(dirpath, f)
+                if os.path.islink(p):
+                    out[p] = "link:" + os.readlink(p)
+                elif os.path.isfile(p):
+                    with open(p, "rb") as fh:
+                        out[p] = hashlib.sha256(fh.read()).hexdigest()
+                else:
+                    out[p] = "special"
+    return out
+
+
+def _submit(root: str, student: str, notebook_path: str | None) -> str:
+    d = os.path.join(root, "submitted", student, A)
+    os.makedirs(d, exist_ok=True)
+    if notebook_path:
+        shutil.copy(notebook_path, os.path.join(d, A + ".ipynb"))
+    return d
+
+
+def _fill_placeholders(folder: str, root: str) -> None:
+    for fname in os.listdir(folder):
+        p = os.path.join(folder, fname)
+        with open(p, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        if "{COURSE}" in text or "{VENV}" in text:
+            with open(p, "w") as f:
+                f.write(text.replace("{COURSE}", root).replace("{VENV}", VENV))
+
+
+def _course(tmp_path_factory, name: str) -> str:
+    root = str(tmp_path_factory.mktemp(name))
+    shutil.copytree(os.path.join(REPO, "solutions", A), os.path.join(root, "solutions", A))
+    return root
+
+
+def _rows(root: str) -> dict[str, dict]:
+    with open(os.path.join(root, "grades.csv"), newline="") as f:
+        return {r["student"]: r for r in csv.DictReader(f)}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    root = str(tmp_path_factory.mktemp("attack_class"))
-    shutil.copytree(os.path.join(REPO, "solutions", A), os.path.join(root, "solutions", A))
+    root = _course(tmp_path_factory, "attack_class")
     with open(os.path.join(ATTACKS, "expected.json")) as f:
         expected = json.load(f)
     for name in expected:
         dst = os.path.join(root, "submitted", name, A)
         shutil.copytree(os.path.join(ATTACKS, name), dst)
-        for fname in os.listdir(dst):
-            p = os.path.join(dst, fname)
-            with open(p, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-            if "{COURSE}" in text:
-                with open(p, "w") as f:
-                    f.write(text.replace("{COURSE}", root))
-        keep = os.path.join(dst, ".keep")
-        if os.path.exists(keep):
-            os.remove(keep)
-    opts = Options(cell_timeout=15, budget=120, recheck_seconds=60, call_seconds=5, memory=3 << 30)
-    results = grade(root, jobs=2, opts=opts, verbose=False)
-    with open(os.path.join(root, "grades.csv")) as f:
-        rows = {r["student"]: r for r in csv.DictReader(f)}
-    return root, expected, results, rows, opts
+        _fill_placeholders(dst, root)
+        if os.path.exists(os.path.join(dst, ".keep")):
+            os.remove(os.path.join(dst, ".keep"))
+    solution = os.path.join(root, "solutions", A, A + ".ipynb")
+    os.symlink(solution, os.path.join(_submit(root, "c01_symlink_to_solution", None), A + ".ipynb"))
+    os.symlink("/etc/passwd", os.path.join(_submit(root, "c02_symlink_to_passwd", None), A + ".ipynb"))
+    os.mkfifo(os.path.join(_submit(root, "c03_fifo", None), A + ".ipynb"))
+    os.symlink(os.path.join(root, "submitted", "a00_honest_prints_warns"), os.path.join(root, "submitted", "c04_link"))
+    ungradable = {"c01_symlink_to_solution": "symbolic link", "c02_symlink_to_passwd": "symbolic link",
+                  "c03_fifo": "FIFO", "c04_link": "symbolic link"}
+    for name in HOSTILE_NAMES:
+        _submit(root, name, HONEST)
+    _submit(root, "zz_honest_last", HONEST)
+    _submit(root, "zz_blank_last", BLANK)
+    before = _snapshot(root)
+    start = time.monotonic()
+    results = grade(root, jobs=2, opts=OPTS, verbose=False)
+    seconds = time.monotonic() - start
+    return {"root": root, "expected": expected, "results": results, "rows": _rows(root), "before": before,
+            "after": _snapshot(root), "ungradable": ungradable, "seconds": seconds}
 
 
 def test_every_submission_has_a_row(graded):
-    root, expected, results, rows, _ = graded
-    assert sorted(rows) == sorted(expected)
+    names = set(graded["expected"]) | set(graded["ungradable"]) | {"zz_honest_last", "zz_blank_last"}
+    names |= {("'" + n if n.startswith("=") else n) for n in HOSTILE_NAMES}  # a formula is quoted in the CSV
+    assert sorted(graded["rows"]) == sorted(names)
 
 
 @pytest.mark.parametrize("name", sorted(json.load(open(os.path.join(ATTACKS, "expected.json")))))
 def test_attack_outcome(graded, name):
-    root, expected, results, rows, _ = graded
-    exp, row = expected[name], rows[name]
+    exp, row = graded["expected"][name], graded["rows"][name]
+    assert row["sandbox"] == "on"
     if exp["score"] is None:
         assert row["status"] == exp["status"], row
         assert row["reason"], "an ungradable submission must say why"
         return
     assert float(row["total"]) == exp["score"], (row["total"], row["reason"])
-    if exp["flagged"]:
-        assert row["status"] == "flagged", (row["status"], row["reason"])
-    else:
-        assert row["status"] == "ok", (row["status"], row["reason"])
+    assert row["status"] == ("flagged" if exp["flagged"] else "ok"), (row["status"], row["reason"])
     if "marker" in exp:
-        assert _marker_processes(exp["marker"]) == [], "a process started by the notebook outlived grading"
-    if exp.get("no_leak"):  # what the kernel printed reaches the student's feedback: no instructor file in it
-        if os.geteuid() != 0 and not os.environ.get("CI"):
-            pytest.skip("hiding instructor files from the kernel's programs needs root (a mount namespace)")
-        for path in glob.glob(os.path.join(root, "feedback", name, "**", "*.html"), recursive=True):
-            text = open(path).read()
-            # the source notebook's JSON, printed by the kernel, would show its keys (feedback shows no JSON)
-            assert "&quot;cell_type&quot;" not in text and '"cell_type"' not in text, path
+        assert _processes_mentioning(exp["marker"]) == [], "a process started by the notebook outlived grading"
+    feedback = "".join(open(p, encoding="utf-8").read() for p in
+                       glob.glob(os.path.join(graded["root"], "feedback", name, "**", "*.html"), recursive=True))
+    if exp.get("no_leak"):  # what the kernel printed reaches the feedback: no instructor's or classmate's file
+        assert feedback, "no feedback written"
+        # (nbgrader's feedback shows the test cells, hidden tests included: that is not a leak)
+        for secret_text in ("cell_type", "a00_honest_prints_warns", "zz_honest_last", "grading_results",
+                            "ps07_positional"):
+            assert secret_text not in feedback, secret_text
+    if exp.get("no_script"):  # script from the kernel is inert: no live element carries it
+        from bs4 import BeautifulSoup
+
+        soup = BeautifulSoup(feedback, "html.parser")
+        assert [s.get_text()[:80] for s in soup.find_all("script") if "XSS" in s.get_text()] == []
+        assert [t.name for t in soup.find_all(True) if any(a.lower().startswith("on") for a in t.attrs)] == []
+        assert not soup.find_all(["svg", "iframe", "object", "embed"])
+        report = open(os.path.join(graded["root"], "grading_report.md")).read()
+        assert "<script>" not in report and "&lt;script&gt;" in report
 
 
-def test_instructor_files_intact(graded):
-    root = graded[0]
-    with open(os.path.join(root, "grades.csv")) as f:
-        assert f.readline().startswith("student,assignment,")
-    import sqlite3
+@pytest.mark.parametrize("name", ["c01_symlink_to_solution", "c02_symlink_to_passwd", "c03_fifo", "c04_link"])
+def test_links_and_fifos_are_not_read(graded, name):
+    row = graded["rows"][name]
+    assert row["status"] == "ungradable" and graded["ungradable"][name] in row["reason"], row
+    assert "root:" not in row["reason"] and "cells" not in row["reason"]
+    assert not os.path.exists(os.path.join(graded["root"], "feedback", name, A))
 
-    con = sqlite3.connect(os.path.join(root, "gradebook.db"))
-    n = con.execute("select count(*) from grade").fetchone()[0]
-    con.close()
-    assert n > 0
-    report = open(os.path.join(root, "grading_report.md")).read()
-    assert "a07_read_solutions" in report and "a01_patch_comparison" in report
+
+def test_hostile_folder_names_cost_nobody_a_grade(graded):
+    rows = graded["rows"]
+    for name in [*HOSTILE_NAMES, "zz_honest_last"]:
+        row = rows["'" + name if name.startswith("=") else name]
+        assert (float(row["total"]), row["status"]) == (10, "ok"), (name, row)
+    assert float(rows["zz_blank_last"]["total"]) == 0
+    report = open(os.path.join(graded["root"], "grading_report.md")).read()
+    assert "<img" not in report and "&lt;img src=x onerror=alert(1)&gt;" in report
+    assert os.path.isfile(os.path.join(graded["root"], "feedback", "new\nline", A, A + ".html"))
+
+
+def test_classmates_grades_exact(graded):
+    rows = graded["rows"]
+    assert float(rows["a00_honest_prints_warns"]["total"]) == 10, rows["a00_honest_prints_warns"]
+    assert rows["a00_honest_prints_warns"]["status"] == "ok"
+
+
+def test_no_file_outside_the_outputs_changed(graded):
+    before, after = graded["before"], graded["after"]
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    assert changed == []
+    assert not os.path.exists("/tmp/ATTACK_PTH_RAN")
+
+
+def test_nothing_left_running_or_on_disk(graded):
+    root = graded["root"]
+    assert _processes_mentioning(root) == []
+    scratch = os.path.join(root, ".grader", "scratch")
+    assert os.listdir(scratch) == []
+    assert oct(os.stat(os.path.join(root, ".grader")).st_mode & 0o777) == "0o700"
+    big = [p for p in glob.glob(os.path.join(root, "**"), recursive=True)
+           if os.path.isfile(p) and os.path.getsize(p) > 20 << 20]
+    assert big == []
+
+
+def test_recheck_inputs_come_from_the_course_secret(graded):
+    """The secret is private to the grader, and the re-check's inputs differ from the notebook's."""
+    import numpy as np
+
+    from attn_grader.core import get_task
+    from attn_grader.recheck import cases_for
+
+    secret_file = os.path.join(graded["root"], ".grader", "secret")
+    assert oct(os.stat(secret_file).st_mode & 0o777) == "0o600"
+    secret = open(secret_file, "rb").read().strip()
+    task = get_task(A, "output_for_query")
+    mine, notebook = cases_for(task, secret), task.hidden_cases()
+    assert len(mine) == len(notebook)
+    differ = [any(not np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(m, n, strict=True))
+              for m, n in zip(mine, notebook, strict=True)]
+    assert sum(differ) >= len(differ) // 2, "most re-check inputs equal the notebook's hidden inputs"
+    again = cases_for(task, secret)
+    assert all(np.array_equal(np.asarray(x), np.asarray(y)) for m, n in zip(mine, again, strict=True)
+               for x, y in zip(m, n, strict=True))
 
 
 def test_resubmission_replaces_the_grade(graded):
-    root, expected, results, rows, opts = graded
-    assert float(rows["a00_honest_prints_warns"]["total"]) == 10, rows["a00_honest_prints_warns"]
-    for name in list(os.listdir(os.path.join(root, "submitted"))):
+    root = graded["root"]
+    for name in os.listdir(os.path.join(root, "submitted")):
         if name not in ("a00_honest_prints_warns", "a08_tamper_cells"):
-            shutil.rmtree(os.path.join(root, "submitted", name))
+            p = os.path.join(root, "submitted", name)
+            os.unlink(p) if os.path.islink(p) else shutil.rmtree(p)
     wrong = os.path.join(ATTACKS, "a01_patch_comparison", A + ".ipynb")
     shutil.copy(wrong, os.path.join(root, "submitted", "a00_honest_prints_warns", A, A + ".ipynb"))
-    grade(root, jobs=1, opts=opts, verbose=False)
-    with open(os.path.join(root, "grades.csv")) as f:
-        new = {r["student"]: r for r in csv.DictReader(f)}
+    grade(root, jobs=1, opts=OPTS, verbose=False)
+    new = _rows(root)
     assert sorted(new) == ["a00_honest_prints_warns", "a08_tamper_cells"]
     assert float(new["a00_honest_prints_warns"]["total"]) == 8, new["a00_honest_prints_warns"]
     import sqlite3
@@ -125,3 +254,81 @@ def test_resubmission_replaces_the_grade(graded):
                        "where t.id = 'a00_honest_prints_warns'").fetchone()[0]
     con.close()
     assert subs == 1
+
+
+def _small_class(tmp_path_factory, name: str) -> str:
+    root = _course(tmp_path_factory, name)
+    _submit(root, "ann", HONEST)
+    _submit(root, "ben", BLANK)
+    _submit(root, "cy", os.path.join(ATTACKS, "a01_patch_comparison", A + ".ipynb"))
+    return root
+
+
+EXPECTED_SMALL = {"ann": ("10", "ok"), "ben": ("0", "ok"), "cy": ("8", "flagged")}
+
+
+def test_two_runs_at_once(tmp_path_factory):
+    root = _small_class(tmp_path_factory, "two_runs")
+    errors = []
+
+    def one():
+        try:
+            grade(root, jobs=1, opts=OPTS, verbose=False)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert {k: (r["total"], r["status"]) for k, r in _rows(root).items()} == EXPECTED_SMALL
+    import sqlite3
+
+    con = sqlite3.connect(os.path.join(root, "gradebook.db"))
+    n = con.execute("select count(*) from submitted_assignment").fetchone()[0]
+    con.close()
+    assert n == 3
+
+
+def test_a_grader_killed_mid_run_leaves_nothing_and_runs_again(tmp_path_factory):
+    root = _small_class(tmp_path_factory, "killed")
+    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.autograde", "--course", root, "--cell-timeout", "15"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    for line in proc.stdout:
+        if line.startswith("[ran 1/"):
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    deadline = time.monotonic() + 10
+    while _processes_mentioning(root) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_mentioning(root) == [], "a kernel or sandbox outlived the grader"
+    assert os.listdir(os.path.join(root, ".grader", "scratch")) == []
+    assert not os.path.exists(os.path.join(root, "grades.csv"))
+    grade(root, jobs=1, opts=OPTS, verbose=False)
+    assert {k: (r["total"], r["status"]) for k, r in _rows(root).items()} == EXPECTED_SMALL
+
+
+def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
+    from attn_grader import sandbox
+
+    root = _small_class(tmp_path_factory, "no_sandbox")
+    env = {**os.environ, "PATH": "/nonexistent"}
+    code = ("import attn_grader.sandbox as s, sys; s.BWRAP = '/nonexistent/bwrap'; import attn_grader.autograde as a; "
+            "a.sandbox.BWRAP = s.BWRAP; sys.exit(a.main(sys.argv[1:]))")
+    refused = subprocess.run([sys.executable, "-c", code, "--course", root], cwd=REPO, env=env,
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "bubblewrap" in refused.stderr and "--no-sandbox" in refused.stderr
+    assert not os.path.exists(os.path.join(root, "grades.csv"))
+    import dataclasses
+
+    results = grade(root, jobs=1, opts=dataclasses.replace(OPTS, sandbox=False), verbose=False)
+    rows = _rows(root)
+    assert {r["sandbox"] for r in rows.values()} == {"off"} and not any(r.sandbox for r in results.values())
+    assert "no sandbox" in open(os.path.join(root, "grading_report.md")).read()
+    assert all("without the sandbox" in open(p).read()
+               for p in glob.glob(os.path.join(root, "feedback", "*", A, "*.html")))
+    assert sandbox.unusable() is None  # and on this machine the sandbox itself works

@@ -105,14 +105,14 @@ def test_progress_lines_while_grading(graded_class):
 @pytest.mark.parametrize("a", ASSIGNMENTS)
 def test_solution_full_marks(graded_class, a):
     r = graded_class[1][f"solution/{a}"]
-    assert r["status"] == "ok" and r["total"] == r["max_total"] > 0, r
+    assert r.status == "ok" and r.total == r.max_total > 0, r
 
 
 @pytest.mark.parametrize("a", ASSIGNMENTS)
 def test_blank_scores_zero_everywhere(graded_class, a):
     r = graded_class[1][f"blank/{a}"]
-    assert r["status"] == "ok", r
-    assert all(r["scores"][gid] == 0 for gid in r["tasks"]), r
+    assert r.status == "ok", r
+    assert all(r.scores[gid] == 0 for gid in r.tasks), r
 
 
 @pytest.mark.parametrize("a", ASSIGNMENTS)
@@ -128,7 +128,7 @@ def test_every_mistake_is_caught_and_named(graded_class, a):
         html = open(os.path.join(root, "feedback", student, a, a + ".html"), encoding="utf-8").read()
         for func, mistake in planted.items():
             gid = f"{func}_test"
-            if r["scores"].get(gid, 0) >= r["max"][gid]:
+            if r.scores.get(gid, 0) >= r.max[gid]:
                 problems.append(f"{mistake.name} ({func}) got full marks")
             if mistake.name not in html:
                 problems.append(f"{mistake.name} ({func}) not named in the feedback")

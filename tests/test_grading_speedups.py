@@ -9,25 +9,25 @@ import sys
 
 from bs4 import BeautifulSoup
 
-from attn_grader import autograde
+from attn_grader import patches
 from attn_grader.feedback import NO_ALT, add_missing_alt
 
 
 def test_alembic_head_read_in_process_equals_the_alembic_command():
     import nbgrader.api as api
 
-    autograde.nbgrader_setup()
+    patches.nbgrader_setup()
     bindir = os.path.dirname(sys.executable)
     with api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
         out = subprocess.check_output([os.path.join(bindir, "alembic"), "-c", ini, "heads"], text=True)
-    assert autograde._alembic_head() == out.split("\n")[0].split(" ")[0]
-    assert api.get_alembic_version() == autograde._alembic_head()
+    assert patches.alembic_head() == out.split("\n")[0].split(" ")[0]
+    assert api.get_alembic_version() == patches.alembic_head()
 
 
 def test_gradebooks_of_one_database_share_an_engine_and_still_work(tmp_path):
     from nbgrader.api import Gradebook
 
-    autograde.nbgrader_setup()
+    patches.nbgrader_setup()
     url = "sqlite:///" + str(tmp_path / "gradebook.db")
     with Gradebook(url) as gb:
         gb.add_student("ada")
@@ -68,29 +68,32 @@ def test_deal_gives_equal_shares_spanning_few_assignments():
     from attn_grader.autograde import deal
 
     assignments = ["ps04_step_by_step", "ps12_efficient", "ps05_matrix_form"]
-    items = [{"student": f"s{i:02d}", "assignment": a} for i in range(7) for a in assignments]  # student by student
+    from attn_grader.discover import Submitted
+
+    items = [(Submitted(f"s{i:02d}", a, ""), {}) for i in range(7) for a in assignments]  # student by student
     for jobs in (1, 2, 3, 4):
         shares = deal(items, assignments, jobs)
         assert len(shares) == jobs
-        assert sorted((x["student"], x["assignment"]) for share in shares for x in share) == \
-            sorted((x["student"], x["assignment"]) for x in items)  # each submission exactly once
+        assert sorted((x[0].student, x[0].assignment) for share in shares for x in share) == \
+            sorted((x[0].student, x[0].assignment) for x in items)  # each submission exactly once
         assert max(map(len, shares)) - min(map(len, shares)) <= 1
         for share in shares:
-            kinds = [x["assignment"] for x in share]
+            kinds = [x[0].assignment for x in share]
             assert kinds == sorted(kinds, key=assignments.index)  # one batch per assignment
             assert len(set(kinds)) <= math.ceil(len(assignments) / jobs) + 1, (jobs, kinds)
     # as many workers as assignments of equal size: one assignment each (every k-th would mix all three)
-    assert [{x["assignment"] for x in share} for share in deal(items, assignments, 3)] == [{a} for a in assignments]
+    assert [{x[0].assignment for x in share} for share in deal(items, assignments, 3)] == [{a} for a in assignments]
 
 
 def test_recheck_wall_limit_kills_and_a_quick_child_is_collected(tmp_path):
     """The re-check waits on a pidfd: a child past its wall limit is killed, a finished one collected."""
     from attn_grader import recheck
 
-    slow = recheck.run([], "import time\ntime.sleep(60)", {}, str(tmp_path / "slow"), wall_seconds=1)
+    slow = recheck.run([], {}, "import time\ntime.sleep(60)", {}, str(tmp_path), wall_seconds=1)
     assert slow["status"] == "re-check took longer than 1 s"
     assert slow["seconds"] < 30  # killed at the limit, not waited for (the setup sleeps 60 s)
-    quick = recheck.run([], "x = 1", {}, str(tmp_path / "quick"), wall_seconds=60)
+    quick = recheck.run([], {}, "x = 1", {}, str(tmp_path), wall_seconds=60)
     assert quick["status"] == "finished", quick
-    failing = recheck.run([], "raise SystemExit(3)", {}, str(tmp_path / "failing"), wall_seconds=60)
+    failing = recheck.run([], {}, "raise SystemExit(3)", {}, str(tmp_path), wall_seconds=60)
     assert failing["status"] == "re-check process ended with code 3", failing
+    assert os.listdir(tmp_path) == [], "a re-check left its working folder behind"

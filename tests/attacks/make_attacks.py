@@ -121,12 +121,103 @@ attacks["a09e_huge_memory"] = (honest(output_for_query_answer=SOL["output_for_qu
     '    """b^i', '    big = np.ones(2 ** 33)  # 64 GB\n    """b^i')), {"score": 7, "flagged": False})
 attacks["a09f_output_flood"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
     "\nfor _i in range(20000):\n    print('x' * 5000)\n")), {"score": 0, "flagged": True})
+# --- against the sandbox (issue: grades no submission can forge, erase or stall) -------------------------
+attacks["b01_neuter_recheck_guards"] = (honest(output_for_query_answer=(
+    "import sys\n"
+    "sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in type(m).__name__]  # the guards, away\n"
+    "for _name in list(sys.modules):\n"
+    "    if 'harness' in _name:\n"
+    "        sys.modules[_name].__dict__.clear()\n\n"
+    "def output_for_query(a, i, W_q, W_k, W_v):\n"
+    "    from attn_ref.attention import attend_one\n"
+    "    return attend_one(a, i, W_q, W_k, W_v, scale=1.0).b\n")), {"score": 7, "flagged": True})
+attacks["b02_grader_view_through_proc"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+    "\nimport os\nfor _pid in os.listdir('/proc'):\n    if not _pid.isdigit():\n        continue\n"
+    "    for _rel, _text in (('grading_results.json', '{}'), ('submitted/a00_honest_prints_warns/ps04_step_by_step/'\n"
+    "                        'ps04_step_by_step.ipynb', 'gone'), ('.grader/secret', 'x')):\n"
+    "        try:\n            with open(f'/proc/{_pid}/root{COURSE}/' + _rel, 'w') as _f:\n"
+    "                _f.write(_text)\n        except OSError:\n            pass\n"
+    "    try:\n        print(open(f'/proc/{_pid}/root{COURSE}/solutions/ps04_step_by_step/ps04_step_by_step.ipynb').read())\n"
+    "    except OSError:\n        pass\n"
+    "    try:\n        _d = os.open(f'/proc/{_pid}/root{COURSE}/solutions', os.O_RDONLY)\n"
+    "        print(os.read(os.open('ps04_step_by_step/ps04_step_by_step.ipynb', os.O_RDONLY, dir_fd=_d), 10**6))\n"
+    "    except OSError:\n        pass\n")), {"score": 10, "flagged": True, "no_leak": True})
+attacks["b03_plant_pth_in_venv"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+    "\nimport glob\nfor _sp in glob.glob('{VENV}/lib/python3*/site-packages'):\n    try:\n"
+    "        with open(_sp + '/zz_attack.pth', 'w') as _f:\n"
+    "            _f.write('import os; open(\"/tmp/ATTACK_PTH_RAN\", \"w\").close()\\n')\n"
+    "    except OSError:\n        pass\n")), {"score": 10, "flagged": True})
+def lookup_table() -> str:
+    """An answer that knows the notebook's hidden inputs (read from the catalogue in an earlier
+    kernel) and returns the reference outputs from a table: right on every input the notebook checks."""
+    import numpy as np
+
+    from attn_grader.core import get_task
+
+    task = get_task(A, "output_for_query")
+    ns: dict = {}
+    exec(next(c.source for c in src.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"), ns)
+    calls = [(ns["a"], 0, ns["W_q"], ns["W_k"], ns["W_v"]), *task.hidden_cases()]
+
+    def key(args):
+        return repr([np.round(np.asarray(x, dtype=float), 6).tolist() for x in args])
+
+    table = {key(args): np.asarray(task.reference(*args)).tolist() for args in calls}
+    return ("import numpy as np\n\n_TABLE = " + repr(table) + "\n\n"
+            "def output_for_query(a, i, W_q, W_k, W_v):\n"
+            "    k = repr([np.round(np.asarray(x, dtype=float), 6).tolist() for x in (a, i, W_q, W_k, W_v)])\n"
+            "    return np.array(_TABLE[k]) if k in _TABLE else np.zeros(np.shape(W_v)[0])\n")
+
+
+attacks["b04_hidden_input_lookup"] = (honest(output_for_query_answer=lookup_table()), {"score": 7, "flagged": True})
+
+attacks["b05_dispatcher"] = (honest(output_for_query_answer=(
+    "import torch\n\ndef output_for_query(a, i, W_q, W_k, W_v):\n"
+    "    x = torch.tensor(a.T)\n"
+    "    q, k, v = x @ torch.tensor(W_q).T, x @ torch.tensor(W_k).T, x @ torch.tensor(W_v).T\n"
+    "    out = torch.ops.aten._scaled_dot_product_attention_math(q[None], k[None], v[None], scale=1.0)[0]\n"
+    "    return out[0, i].numpy()\n")), {"score": 7, "flagged": True})
+attacks["b08_read_classmates"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+    "\nimport os\n_found = []\nfor _top in ('/', '{COURSE}', '/tmp', '/proc/1/root'):\n"
+    "    for _root, _dirs, _files in os.walk(_top):\n"
+    "        _dirs[:] = [d for d in _dirs if d not in ('proc', 'sys', 'dev', 'usr', '.pyenv', 'site-packages')]\n"
+    "        for _fn in _files:\n            if _fn.endswith(('.ipynb', '.json', '.db', '.csv')):\n"
+    "                try:\n                    _found.append((_root + '/' + _fn, open(_root + '/' + _fn, errors='replace').read()))\n"
+    "                except OSError:\n                    pass\n"
+    "for _p, _t in _found:\n    print(_p, _t[:20000])\n")), {"score": 10, "flagged": True, "no_leak": True})
+attacks["b09_rewrite_grader_state"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+    "\nimport glob\nfor _p in glob.glob('{COURSE}/.grader/**', recursive=True) + glob.glob('/tmp/**', recursive=True):\n"
+    "    try:\n        with open(_p, 'w') as _f:\n            _f.write('{}')\n    except OSError:\n        pass\n"
+    "for _p in ('{COURSE}/.grader/scratch/policy.json', '{COURSE}/.grader/secret'):\n"
+    "    try:\n        open(_p, 'w').write('{}')\n    except OSError:\n        pass\n")), {"score": 10, "flagged": True})
+attacks["b10_delete_classmates"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+    "\nimport shutil, os\nshutil.rmtree('{COURSE}/submitted/a00_honest_prints_warns', ignore_errors=True)\n"
+    "for _root, _dirs, _files in os.walk('/'):\n    for _fn in _files:\n"
+    "        if _fn.endswith('.ipynb'):\n            try:\n                os.remove(os.path.join(_root, _fn))\n"
+    "            except OSError:\n                pass\n")), {"score": 10, "flagged": True})
+attacks["b11_kill_everything"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+    "\nimport os, signal\nfor _target in (os.getppid(), 1):\n    try:\n        os.kill(_target, signal.SIGKILL)\n"
+    "    except OSError:\n        pass\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n")),
+    {"score": 10, "flagged": True})
+attacks["b12_fill_the_disk"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+    "\nimport os\n_chunk = b'x' * (1 << 24)\nfor _folder in ('.', '/tmp'):\n    for _k in range(128):  # 2 GB each\n"
+    "        try:\n            with open(os.path.join(_folder, f'fill{_k}'), 'wb') as _f:\n"
+    "                _f.write(_chunk)\n        except OSError:\n            break\n")), {"score": 10, "flagged": False})
+attacks["b13_script_in_outputs"] = (honest(
+    query_key_value_answer=SOL["query_key_value_answer"] + (
+        "\nfrom IPython.display import HTML, Javascript, SVG, Markdown, display\n"
+        "display(HTML('<script>alert(\"XSS-HTML\")</script><img src=x onerror=alert(\"XSS-IMG\")>'))\n"
+        "display(Javascript('alert(\"XSS-JS\")'))\n"
+        "display(Markdown('<script>alert(\"XSS-MD\")</script>'))\n"
+        "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(1)\"><script>alert(\"XSS-SVG\")</script></svg>'))\n"),
+    normalise_answer="def normalise(alpha):\n    raise ValueError('<script>alert(\"XSS-ERR\")</script>')\n"),
+    {"score": 8, "flagged": False, "no_script": True})
 attacks["a10a_corrupt_json"] = (None, {"score": None, "status": "ungradable", "text": '{"cells": [ {"cell_'})
 attacks["a10b_empty_folder"] = (None, {"score": None, "status": "ungradable"})
 
 if __name__ == "__main__":
     for name in os.listdir(HERE):
-        if name.startswith("a") and os.path.isdir(os.path.join(HERE, name)):
+        if name[:1] in "ab" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
             shutil.rmtree(os.path.join(HERE, name))
     expected = {}
     for name, (nb, exp) in attacks.items():

@@ -1,0 +1,191 @@
+"""The grader's pieces on their own: the sandbox, safe reads, final scores, escaping, the re-check's guards.
+
+(tests/test_attacks.py grades whole hostile classes through all of them together.)
+"""
+
+import csv
+import io
+import os
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from attn_grader import recheck, record, sandbox
+from attn_grader.result import Result
+from attn_grader.safeio import Refused, list_folder, read_regular, write_atomic
+from attn_grader.scores import final_scores
+
+needs_sandbox = pytest.mark.skipif(sandbox.unusable() is not None and not os.environ.get("CI"),
+                                   reason="bubblewrap cannot run here (CI installs it and fails instead)")
+
+
+def _in_box(tmp_path, code: str, **spec) -> subprocess.CompletedProcess:
+    work = tmp_path / "box"
+    work.mkdir(exist_ok=True)
+    return subprocess.run(sandbox.command({"work": str(work), **spec}, [sys.executable, "-I", "-c", code]),
+                          capture_output=True, text=True, timeout=120)
+
+
+# ----------------------------------------------------------------------------------------- sandbox
+
+@needs_sandbox
+def test_the_sandbox_sees_only_python_usr_and_its_folder(tmp_path):
+    secret = tmp_path / "instructor.txt"
+    secret.write_text("solution")
+    code = ("import os, json, socket\n"
+            "out = {'uid': os.getuid(), 'root': sorted(os.listdir('/')), 'cwd': os.getcwd(),\n"
+            "       'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}\n"
+            f"try:\n    open({str(secret)!r}).read(); out['read'] = True\nexcept OSError:\n    out['read'] = False\n"
+            "s = socket.socket(); out['net'] = s.connect_ex(('127.0.0.1', 5432)); s.close()\n"
+            "try:\n    import attn_ref; out['attn_ref'] = True\nexcept ImportError:\n    out['attn_ref'] = False\n"
+            "open('written', 'w').write('x')\n"
+            "print(json.dumps(out))")
+    r = _in_box(tmp_path, code)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    out = json.loads(r.stdout)
+    assert out["uid"] >= sandbox.UID_RANGE[0] and out["uid"] != os.getuid()
+    assert out["read"] is False and out["attn_ref"] is False
+    assert out["net"] != 0  # no loopback services of this machine
+    assert max(out["pids"]) < 10  # its own pid namespace: a handful of processes, none of the grader's
+    assert out["cwd"] == str(tmp_path / "box")
+    assert set(out["root"]) <= {"usr", "bin", "lib", "lib64", "sbin", "etc", "proc", "dev", "tmp", "root", "work",
+                                *str(tmp_path).strip("/").split("/")[:1]}
+    written = tmp_path / "box" / "written"
+    assert written.read_text() == "x" and written.stat().st_uid == out["uid"]
+
+
+@needs_sandbox
+def test_limits_and_no_nested_namespaces(tmp_path):
+    r = _in_box(tmp_path, "import os\ntry:\n    os.unshare(os.CLONE_NEWUSER)\n    print('nested')\n"
+                          "except (OSError, AttributeError):\n    print('refused')\n"
+                          "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0])",
+                memory=1 << 30)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split()
+    assert lines[0] == "refused" and int(lines[1]) == 1 << 30
+
+
+def test_unusable_says_how_to_get_it(monkeypatch):
+    monkeypatch.setattr(sandbox, "BWRAP", "/nonexistent/bwrap")
+    why = sandbox.unusable()
+    assert why and "bubblewrap" in why and "apt-get install bubblewrap" in why
+
+
+# ----------------------------------------------------------------------------------------- re-check
+
+@needs_sandbox
+@pytest.mark.parametrize("call", [
+    "torch.nn.functional.scaled_dot_product_attention(q, k, v)",
+    "torch.ops.aten.scaled_dot_product_attention(q, k, v)",
+    "torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]",
+    "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0]",
+    "torch.nn.MultiheadAttention(4, 1)(q[0], k[0], v[0])[0]",
+])
+def test_pytorch_attention_is_blocked_in_the_recheck(tmp_path, call):
+    from attn_grader.core import Task
+
+    def cases(rng):
+        return [(rng.normal(size=(1, 3, 4)),)]
+
+    task = Task("psXX", "f", lambda x: x, cases, [])
+    answer = (f"import torch\n\ndef f(x):\n    q = k = v = torch.tensor(x, dtype=torch.float32)\n"
+              f"    return {call}.detach().numpy()\n")
+    cs = {"f": cases(np.random.default_rng(0))}
+    index = recheck.run([task], cs, "import numpy as np", {"f_answer": answer}, str(tmp_path), wall_seconds=120)
+    verdict = recheck.compare([task], cs, index)["f"]
+    assert not verdict.passed and "not allowed" in verdict.reason, verdict
+    assert index.get("blocked"), index
+
+
+@needs_sandbox
+def test_recheck_outputs_are_read_as_data_not_followed(tmp_path):
+    """An answer that replaces its output file by a link to a grader file gets "unreadable output"."""
+    from attn_grader.core import Task
+
+    target = tmp_path / "grader_secret.npy"
+    np.save(target, np.arange(3.0))
+    answer = ("import os, atexit\n\ndef f(x):\n    return x\n\n"
+              "def _swap():\n    import json\n    p = 'out/t0_c0.npy'\n"
+              f"    os.remove(p); os.symlink({str(target)!r}, p)\n"
+              "atexit.register(_swap)\n")
+    task = Task("psXX", "f", lambda x: x, lambda rng: [(np.zeros(3),)], [])
+    cs = {"f": [(np.arange(3.0),)]}
+    index = recheck.run([task], cs, "import numpy as np", {"f_answer": answer}, str(tmp_path), wall_seconds=60)
+    verdict = recheck.compare([task], cs, index)["f"]
+    assert not verdict.passed and "unreadable output" in verdict.reason, verdict
+
+
+# ----------------------------------------------------------------------------------------- safe reads
+
+def test_read_regular_refuses_links_fifos_and_big_files(tmp_path):
+    real = tmp_path / "real.ipynb"
+    real.write_bytes(b"{}")
+    assert read_regular(str(real), 10) == b"{}"
+    (tmp_path / "link").symlink_to(real)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(Refused, match="symbolic link"):
+        read_regular(str(tmp_path / "link"), 10)
+    with pytest.raises(Refused, match="FIFO"):
+        read_regular(str(tmp_path / "fifo"), 10)  # returns at once: a FIFO is never waited on
+    with pytest.raises(Refused, match="larger than 1 bytes"):
+        read_regular(str(real), 1)
+    assert read_regular(str(tmp_path / "missing"), 10) is None
+    kinds = dict(list_folder(str(tmp_path)))
+    assert kinds == {"real.ipynb": "file", "link": "a symbolic link", "fifo": "a FIFO"}
+
+
+def test_write_atomic_replaces_in_one_step(tmp_path):
+    p = tmp_path / "grades.csv"
+    p.write_text("old")
+    write_atomic(str(p), "new")
+    assert p.read_text() == "new" and os.listdir(tmp_path) == ["grades.csv"]
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644
+
+
+# ----------------------------------------------------------------------------------------- scores
+
+class V:
+    def __init__(self, passed, reason=""):
+        self.passed, self.reason = passed, reason
+
+
+def test_final_scores_need_both_the_notebook_and_the_recheck():
+    tasks = ["a_test", "b_test", "c_test", "d_test", "e_test"]
+    maxes = dict.fromkeys(tasks, 2.0)
+    nb = {"a_test": 2.0, "b_test": 2.0, "c_test": 1.0, "d_test": 0.0, "e_test": 1.5}
+    verdicts = {"a_test": V(True), "b_test": V(False, "[swapped] W_q and W_k swapped"), "c_test": V(True),
+                "d_test": V(False, "wrong shape")}
+    out = final_scores(tasks, maxes, nb, verdicts)
+    assert out.scores == {"a_test": 2.0, "b_test": 0.0, "c_test": 1.0, "d_test": 0.0, "e_test": 1.5}
+    assert out.flags == ["b_test: notebook test passed but the re-check failed ([swapped] W_q and W_k swapped)"]
+    assert out.task_notes["b_test"] == "re-check: [swapped] W_q and W_k swapped"
+    assert out.task_notes["c_test"].startswith("the notebook's test failed")
+    assert "a_test" not in out.task_notes and "e_test" not in out.task_notes
+
+
+# ----------------------------------------------------------------------------------------- escaping
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_quoted(tmp_path):
+    names = ["=2+3", "+1", "-1", "@SUM(A1)", "\tx", "ann"]
+    results = {f"{n}/ps": Result(n, "ps", tasks=["t"], max={"t": 1.0}, scores={"t": 1.0}, total=1.0, max_total=1.0,
+                                 flags=["=HYPERLINK(\"http://x\")"] if n == "ann" else [])
+               for n in names}
+    record.write_outputs(str(tmp_path), results)
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "grades.csv").read_text())))
+    assert sorted(r["student"] for r in rows) == sorted(["'=2+3", "'+1", "'-1", "'@SUM(A1)", "'\tx", "ann"])
+    assert next(r for r in rows if r["student"] == "ann")["reason"].startswith("'=HYPERLINK")
+
+
+def test_report_and_notes_escape_student_text():
+    r = Result("<img src=x onerror=alert(1)>", "ps", tasks=["t"], max={"t": 1.0}, scores={"t": 0.0},
+               task_notes={"t": "re-check: f raised ValueError: <script>alert(1)</script> | x\n# h"})
+    cell = record.notes_cell(r)
+    assert "<script>" not in cell.source and "&lt;script&gt;" in cell.source
+    assert "\n# h" not in cell.source
+    assert "<img" not in record.md_text(r.student)
+    assert record.progress_line(1, 1, Result("new\nline", "ps")).count("\n") == 0
