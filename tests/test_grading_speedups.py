@@ -10,7 +10,7 @@ import sys
 from bs4 import BeautifulSoup
 
 from attn_grader import patches
-from attn_grader.feedback import NO_ALT, add_missing_alt
+from attn_grader.patches import NO_ALT, add_missing_alt
 
 
 def test_alembic_head_read_in_process_equals_the_alembic_command():
