@@ -33,6 +33,9 @@ def install_watch(log_path: str) -> None:
     roots = tuple(r.rstrip("/") + "/" for r in allowed_roots())
     own = tuple(os.path.realpath(r).rstrip("/") + "/" for r in (os.getcwd(), "/tmp"))  # where it may write
     exists, dirname, me = os.path.exists, os.path.dirname, os.getpid()
+    here = os.path.realpath(os.getcwd()).rstrip("/") + "/"
+    parts = here.split("/")
+    near = "/".join(parts[:3]) + "/" if here.startswith("/tmp/") and len(parts) > 4 else ""
     log = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - open for the kernel's life
     seen: set[str] = set()
     abspath, fspath = os.path.abspath, os.fspath
@@ -50,6 +53,11 @@ def install_watch(log_path: str) -> None:
         except Exception:  # noqa: BLE001
             return None
         if not (path + "/").startswith(roots):
+            return path
+        if near and (path + "/").startswith(near) and not (path + "/").startswith(here):
+            # The folders above the working one are the sandbox's empty stand-ins for the course's
+            # folders outside (a course in /tmp/...): a path among them that is not the kernel's
+            # own folder names a file of the machine outside.
             return path
         # Under /tmp (the sandbox's own, nearly empty) a path whose folder is missing names a file
         # of the machine outside, say a course in /tmp/...: an attempt to reach it.
