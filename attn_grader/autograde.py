@@ -253,6 +253,7 @@ def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     cdir, boxes = os.path.join(work, "course"), os.path.join(work, "boxes")
     os.makedirs(cdir)
     os.makedirs(boxes)
+    boxes = sandbox.boxes_folder(boxes) if opts.sandbox else boxes
     db = os.path.join(cdir, "gradebook.db")
     shutil.copy(course.template_db, db)
     _kernelspec(work, opts)
@@ -421,9 +422,11 @@ def scratch_folder(root: str):
     if os.environ.get(PRIVATE_ENV) == str(os.getpid()) and os.geteuid() == 0:
         os.environ[sandbox.MOUNTS_ENV] = "1"  # this process and its workers may mount (privately)
         sandbox.mount_tmpfs(base, 8 << 30)
+        sandbox.stage([*PACKAGES, recheck.HARNESS])  # once for every sandbox of this run
         try:
             yield base
         finally:
+            sandbox.unstage()
             sandbox.unmount(base)
             os.environ.pop(sandbox.MOUNTS_ENV, None)
         return

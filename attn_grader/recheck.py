@@ -61,7 +61,7 @@ def run(tasks: list[Task], cases: dict[str, list], setup: str, answers: dict[str
         wall_seconds: float = 120, memory_bytes: int = 4 << 30, cpu_seconds: int = 120, call_seconds: int = 30,
         box_bytes: int = 256 << 20, use_sandbox: bool = True) -> dict:
     """Run the harness on ``answers`` in a fresh working folder under ``work``; return its index."""
-    box = tempfile.mkdtemp(prefix="r-", dir=work)
+    box = tempfile.mkdtemp(prefix="r-", dir=sandbox.boxes_folder(work) if use_sandbox else work)
     mounted = use_sandbox and sandbox.mount_tmpfs(box, box_bytes)
     try:
         job = {"setup": setup, "answers": answers, "call_seconds": call_seconds,

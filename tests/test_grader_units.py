@@ -59,6 +59,52 @@ def test_the_sandbox_sees_only_python_usr_and_its_folder(tmp_path):
     assert written.read_text() == "x" and written.stat().st_uid == out["uid"]
 
 
+STAGED_RUN = """
+import json, os, subprocess, sys, tempfile
+from attn_grader import sandbox
+assert sandbox.stage([]) is not None, "nothing staged"
+box = tempfile.mkdtemp(dir=sandbox.boxes_folder("unused"))
+r = subprocess.run(sandbox.command({"work": box}, [sys.executable, "-I", "-c", sys.argv[1]]),
+                   capture_output=True, text=True, timeout=120)
+written = os.path.join(box, "written")
+print(json.dumps({"rc": r.returncode, "stdout": r.stdout, "stderr": r.stderr, "box": box,
+                  "written_uid": os.stat(written).st_uid if os.path.exists(written) else None}))
+"""
+
+
+@needs_sandbox
+@pytest.mark.skipif(os.geteuid() != 0, reason="staging once per run is the root path (as the grader runs in CI)")
+def test_staged_once_per_run_is_the_same_boundary(tmp_path):
+    """As the grader runs it: staged once in its own mount namespace, every launcher only drops and runs bwrap."""
+    secret = tmp_path / "instructor.txt"
+    secret.write_text("solution")
+    code = ("import os, json, socket\n"
+            "out = {'uid': os.getuid(), 'root': sorted(os.listdir('/')), 'cwd': os.getcwd(),\n"
+            "       'mnt': sorted(os.listdir('/mnt')), 'boxes': sorted(os.listdir('/mnt/boxes')),\n"
+            "       'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}\n"
+            f"try:\n    open({str(secret)!r}).read(); out['read'] = True\nexcept OSError:\n    out['read'] = False\n"
+            "s = socket.socket(); out['net'] = s.connect_ex(('127.0.0.1', 5432)); s.close()\n"
+            "try:\n    import attn_ref; out['attn_ref'] = True\nexcept ImportError:\n    out['attn_ref'] = False\n"
+            "open('written', 'w').write('x')\n"
+            "print(json.dumps(out))")
+    env = {**os.environ, sandbox.MOUNTS_ENV: "1"}
+    env.pop(sandbox.STAGED_ENV, None)
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", STAGED_RUN, code],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    res = json.loads(r.stdout)
+    assert res["rc"] == 0, res["stderr"]
+    out = json.loads(res["stdout"])
+    assert out["cwd"] == res["box"] and out["mnt"] == ["boxes"] and out["boxes"] == [os.path.basename(res["box"])]
+    assert out["uid"] >= sandbox.UID_RANGE[0] and res["written_uid"] == out["uid"]
+    assert out["read"] is False and out["attn_ref"] is False and out["net"] != 0 and max(out["pids"]) < 10
+    assert set(out["root"]) <= {"usr", "bin", "lib", "lib64", "sbin", "etc", "proc", "dev", "tmp", "root", "work",
+                                "mnt", *str(tmp_path).strip("/").split("/")[:1]}
+    assert not os.path.exists(res["box"])  # the staging lived in that namespace only
+
+
 @needs_sandbox
 def test_limits_and_no_nested_namespaces(tmp_path):
     r = _in_box(tmp_path, "import os\ntry:\n    os.unshare(os.CLONE_NEWUSER)\n    print('nested')\n"
@@ -109,8 +155,8 @@ def test_recheck_outputs_are_read_as_data_not_followed(tmp_path):
 
     target = tmp_path / "grader_secret.npy"
     np.save(target, np.arange(3.0))
-    answer = ("import os, atexit\n\ndef f(x):\n    return x\n\n"
-              "def _swap():\n    import json\n    p = 'out/t0_c0.npy'\n"
+    answer = ("import os, sys, atexit\n\ndef f(x):\n    return x\n\n"
+              "def _swap():\n    p = os.path.join(sys.argv[1], 'out', 't0_c0.npy')  # the harness's folder\n"
               f"    os.remove(p); os.symlink({str(target)!r}, p)\n"
               "atexit.register(_swap)\n")
     task = Task("psXX", "f", lambda x: x, lambda rng: [(np.zeros(3),)], [])
