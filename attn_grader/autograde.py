@@ -39,6 +39,7 @@ import logging
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,7 @@ class Options:
     call_seconds: int = 30  # seconds for one call of a student's function in the re-check
     box_bytes: int = 256 << 20  # size of a sandbox's working folder
     sandbox: bool = True  # False only with --no-sandbox
+    stall_seconds: int = 0  # a worker silent this long is killed and its rows graded again (0: budget + 300)
 
 
 @dataclass
@@ -250,10 +252,12 @@ def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     from .execute import ContainedExecute
 
     work = tempfile.mkdtemp(prefix="shard-", dir=scratch)
-    cdir, boxes = os.path.join(work, "course"), os.path.join(work, "boxes")
+    cdir = os.path.join(work, "course")
     os.makedirs(cdir)
-    os.makedirs(boxes)
-    boxes = sandbox.boxes_folder(boxes) if opts.sandbox else boxes
+    # The kernels' working folders hold their IPC sockets, whose paths must stay short (108 bytes, the
+    # kernel's limit for a socket's address): the staged /mnt/boxes, else a private folder in /tmp.
+    staged_boxes = sandbox.boxes_folder("") if opts.sandbox else ""
+    boxes = staged_boxes or tempfile.mkdtemp(prefix="attn-k-", dir="/tmp" if os.path.isdir("/tmp") else None)
     db = os.path.join(cdir, "gradebook.db")
     shutil.copy(course.template_db, db)
     _kernelspec(work, opts)
@@ -291,7 +295,10 @@ def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: st
             if not nb_scores or not os.path.exists(autograded):
                 r.status = "ungradable"
                 r.reason.append("nbgrader could not autograde the notebook")
-            if ex.get("kernel_died"):
+            if ex.get("not_started"):  # not the student's doing: no grade, a reason, graded again next run
+                r.status = "ungradable"
+                r.reason.append(f"no grading kernel could start ({ex['not_started'][:200]})")
+            elif ex.get("kernel_died"):
                 r.flags.append(f"kernel: {ex['kernel_died']}")
             if ex.get("restarted"):
                 r.notes.append(f"the first kernel did not start ({ex['restarted'][:200]}); a second one ran it")
@@ -338,6 +345,8 @@ def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: st
         shutil.rmtree(os.path.join(cdir, "autograded"), ignore_errors=True)  # the hidden tests in them: gone now
     ContainedExecute.on_done = None
     shutil.rmtree(work, ignore_errors=True)
+    if not staged_boxes:
+        shutil.rmtree(boxes, ignore_errors=True)
     return results
 
 
@@ -356,7 +365,18 @@ def deal(items: list, assignments: list[str], jobs: int) -> list[list]:
     return shares
 
 
-def _worker(course, items, scratch, opts, queue):
+def _die_with(parent: int) -> None:
+    """This worker gets SIGKILL when the grader that forked it dies (a killed grader leaves no worker)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before that
+        os._exit(1)
+
+
+def _worker(course, items, scratch, opts, queue, parent):
+    _die_with(parent)
     try:
         grade_shard(course, items, scratch, opts, report=lambda r: queue.put(("result", r)),
                     ran=lambda s, a: queue.put(("ran", s, a)))
@@ -369,19 +389,29 @@ def _in_workers(course, items, scratch, opts, jobs, report, ran) -> set[str]:
     only what it had not reported."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(course, share, scratch, opts, queue))
+    procs = [ctx.Process(target=_worker, args=(course, share, scratch, opts, queue, os.getpid()))
              for share in deal(items, course.assignments, jobs) if share]
     for p in procs:
         p.start()
     done: set[str] = set()
     finished = 0
+    # A worker that reports nothing for longer than one notebook may take (its budget, the re-check,
+    # nbgrader's own work) is stuck, not busy: killed, and what it had not reported is graded again.
+    stall = opts.stall_seconds or opts.budget + opts.recheck_seconds + 180
+    last = time.monotonic()
     while finished < len(procs):
         try:
             got = queue.get(timeout=2)
         except Exception:  # noqa: BLE001 - queue.Empty: check that the workers live
             if not any(p.is_alive() for p in procs):
                 break
+            if time.monotonic() - last > stall:
+                for p in procs:
+                    if p.is_alive():
+                        p.kill()
+                break
             continue
+        last = time.monotonic()
         if got is None:
             finished += 1
         elif got[0] == "ran":
@@ -513,13 +543,12 @@ def _run(root, jobs, only, opts, shard, results_out, verbose, db_url, scratch) -
         items.append((s, {"notebook": clean.notebook, "answers": clean.answers, "flags": clean.flags,
                           "notes": clean.notes}))
     jobs = max(1, min(jobs, len(items) or 1))
-    if jobs == 1:
-        graded = {r.key for r in grade_shard(course, items, scratch, opts, report=report, ran=ran)}
-    else:
-        graded = _in_workers(course, items, scratch, opts, jobs, report, ran)
-        left = [it for it in items if f"{it[0].student}/{it[0].assignment}" not in graded]
-        if left:  # a worker died (not a student's doing: kernels are sandboxed): once more, one at a time
-            graded |= _in_workers(course, left, scratch, opts, 1, report, ran)
+    # Even one job grades in a forked worker: a worker that dies or stalls is replaced, and costs
+    # only the rows it had not reported.
+    graded = _in_workers(course, items, scratch, opts, jobs, report, ran) if items else set()
+    left = [it for it in items if f"{it[0].student}/{it[0].assignment}" not in graded]
+    if left:  # a worker died or stalled (not a student's doing: kernels are sandboxed): once more, one at a time
+        graded |= _in_workers(course, left, scratch, opts, 1, report, ran)
     for s, item in items:
         if f"{s.student}/{s.assignment}" not in graded:
             r = empty_result(s.student, s.assignment, course.releases[s.assignment][1],

@@ -55,9 +55,12 @@ class ContainedExecute(Execute):
     def create_kernel_manager(self):
         """A kernel manager whose kernel talks over IPC sockets in a fresh working folder of its own."""
         self._box = tempfile.mkdtemp(prefix="k-", dir=self.boxes or None)
+        if len(os.path.join(self._box, "kernel-ipc-99").encode()) > 100:  # sun_path holds 108 bytes
+            raise RuntimeError(f"the kernels' folder {self.boxes!r} is too long a path for IPC sockets")
         self._box_mounted = sandbox.mount_tmpfs(self._box, self.box_bytes)
         self.km = self.kernel_manager_class(kernel_name=self.kernel_name, config=self.config, transport="ipc",
                                             connection_file=os.path.join(self._box, "kernel.json"))
+        self._context = self.km.context  # destroyed with the box: see _close_box
         return self.km
 
     def _close_box(self, report: dict) -> None:
@@ -68,6 +71,13 @@ class ContainedExecute(Execute):
         if data:
             watched = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
             report["watched"] = list(dict.fromkeys(report.get("watched", []) + watched))[:20]
+        context = getattr(self, "_context", None)
+        if context is not None and not context.closed:
+            # A kernel that died or timed out leaves sockets with unsent messages: without linger=0
+            # the context's term() (now, or when it is collected) waits for them for ever
+            # (jupyter/jupyter_client#482).
+            context.destroy(linger=0)
+        self._context = None
         if self._box_mounted:
             sandbox.unmount(box)
         shutil.rmtree(box, ignore_errors=True)
@@ -130,6 +140,8 @@ class ContainedExecute(Execute):
                         report["restarted"] = reason
                         self._close_box(report)
                         continue
+                    if not self._sent_a_cell:  # twice no kernel, nothing of the student's ran: the grader's fault
+                        report["not_started"] = reason
                     report["kernel_died"] = report["kernel_died"] or reason
                     for cell in self.nb.cells:
                         if cell.cell_type == "code" and not cell.get("outputs"):

@@ -41,6 +41,31 @@ def nbgrader_setup() -> None:
     if api.create_engine is not _cached_engine:
         _ENGINE_FACTORY.append(api.create_engine)
         api.create_engine = _cached_engine
+    _zmq_gc_never_blocks()
+
+
+def _zmq_gc_never_blocks() -> None:
+    """5. A kernel client whose kernel died or timed out keeps sockets with unsent messages; when
+    the garbage collector later deletes their zmq context, ``Context.__del__`` -> ``term()`` waits
+    for those messages for ever (jupyter/jupyter_client#482, zeromq/pyzmq#1003): a whole grading
+    worker stalled at a random line.  Collected contexts are destroyed with ``linger=0`` instead
+    (ContainedExecute also destroys each kernel's context itself, see attn_grader.execute)."""
+    import zmq
+
+    if getattr(zmq.Context.__del__, "attn_grader", False):
+        return
+    original = zmq.Context.__del__
+
+    def __del__(self, _original=original):
+        if not getattr(self, "_shadow", True) and not getattr(self, "closed", True):
+            try:
+                self.destroy(linger=0)
+            except Exception:  # noqa: BLE001 - a destructor must not raise
+                pass
+        _original(self)
+
+    __del__.attn_grader = True
+    zmq.Context.__del__ = __del__
 
 
 def _cached_engine(url, **kwargs):
