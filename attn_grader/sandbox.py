@@ -105,14 +105,23 @@ def stage(paths: list[str]) -> dict[str, str] | None:
     wanted = list(dict.fromkeys([*python_roots(), *(os.path.realpath(p) for p in paths)]))
     if any((p + "/").startswith(STAGE + "/") for p in wanted):
         return None
-    libc = _libc()
-    fds = [os.open(p, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC) for p in wanted]
-    _mount(libc, "attn-stage", STAGE, "tmpfs", 0, "mode=0755,size=1m")
-    staged: dict[str, str] = {"boxes": f"{STAGE}/boxes"}
-    os.mkdir(f"{STAGE}/ro", 0o755)
+    staged = {"boxes": f"{STAGE}/boxes", **_stage_onto_tmpfs(wanted, "ro", "1m")}
     os.mkdir(staged["boxes"], 0o711)
-    for i, (path, fd) in enumerate(zip(wanted, fds, strict=True)):
-        dst = f"{STAGE}/ro/{i}"
+    os.environ[STAGED_ENV] = json.dumps(staged)
+    return staged
+
+
+def _stage_onto_tmpfs(paths: list[str], sub: str, size: str) -> dict[str, str]:
+    """Mount a ``0755`` tmpfs on ``STAGE`` (in this process's own mount namespace) and bind each of
+    ``paths`` onto ``STAGE/sub/N``; return {path: its staged copy}.  The paths are opened first, so a
+    path under ``STAGE`` itself is still found."""
+    libc = _libc()
+    fds = [os.open(p, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC) for p in paths]
+    _mount(libc, "attn-stage", STAGE, "tmpfs", 0, f"mode=0755,size={size}")
+    os.mkdir(f"{STAGE}/{sub}", 0o755)
+    staged: dict[str, str] = {}
+    for i, (path, fd) in enumerate(zip(paths, fds, strict=True)):
+        dst = f"{STAGE}/{sub}/{i}"
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.mkdir(dst)
         else:
@@ -120,7 +129,6 @@ def stage(paths: list[str]) -> dict[str, str] | None:
         _mount(libc, f"/proc/self/fd/{fd}", dst, None, MS_BIND | MS_REC)
         os.close(fd)
         staged[path] = dst
-    os.environ[STAGED_ENV] = json.dumps(staged)
     return staged
 
 
@@ -201,20 +209,8 @@ def enter(spec: dict, argv: list[str]) -> None:
     libc = _libc()
     _check(libc.unshare(CLONE_NEWNS), "unshare")
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing below reaches the grader's view
-    wanted = [*ro, work, *spec.get("ro_files", {}).values()]
-    fds = [os.open(p, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC) for p in wanted]  # before the staging hides them
-    _mount(libc, "attn-stage", STAGE, "tmpfs", 0, "mode=0755,size=64k")
-    sources: dict[str, str] = {}
-    targets = [*ro, work, *spec.get("ro_files", {})]
-    for i, (dst, fd) in enumerate(zip(targets, fds, strict=True)):
-        staged = f"{STAGE}/{i}"
-        if os.path.isdir(f"/proc/self/fd/{fd}"):
-            os.mkdir(staged)
-        else:
-            open(staged, "w").close()  # noqa: SIM115 - a file to bind a file onto
-        _mount(libc, f"/proc/self/fd/{fd}", staged, None, MS_BIND | MS_REC)
-        os.close(fd)
-        sources[dst] = staged
+    copies = _stage_onto_tmpfs(list(dict.fromkeys([*ro, work, *files.values()])), "s", "64k")
+    sources = {p: copies[p] for p in [*ro, work]} | {d: copies[s] for d, s in files.items()}
     _drop_and_exec(spec, sources, argv)
 
 

@@ -35,18 +35,23 @@ def _in_box(tmp_path, code: str, **spec) -> subprocess.CompletedProcess:
 
 # ----------------------------------------------------------------------------------------- sandbox
 
-@needs_sandbox
-def test_the_sandbox_sees_only_python_usr_and_its_folder(tmp_path):
+def _probe(tmp_path, extra: str = "") -> str:
+    """Code that reports, as JSON, what a sandboxed process is and can reach (an instructor's file in
+    ``tmp_path`` among it) and writes ``written`` in its working folder."""
     secret = tmp_path / "instructor.txt"
     secret.write_text("solution")
-    code = ("import os, json, socket\n"
+    return ("import os, json, socket\n"
             "out = {'uid': os.getuid(), 'root': sorted(os.listdir('/')), 'cwd': os.getcwd(),\n"
             "       'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}\n"
             f"try:\n    open({str(secret)!r}).read(); out['read'] = True\nexcept OSError:\n    out['read'] = False\n"
             "s = socket.socket(); out['net'] = s.connect_ex(('127.0.0.1', 5432)); s.close()\n"
             "try:\n    import attn_ref; out['attn_ref'] = True\nexcept ImportError:\n    out['attn_ref'] = False\n"
             "open('written', 'w').write('x')\n"
-            "print(json.dumps(out))")
+            f"{extra}\nprint(json.dumps(out))")
+
+@needs_sandbox
+def test_the_sandbox_sees_only_python_usr_and_its_folder(tmp_path):
+    code = _probe(tmp_path)
     r = _in_box(tmp_path, code)
     assert r.returncode == 0, r.stderr
     import json
@@ -80,17 +85,7 @@ print(json.dumps({"rc": r.returncode, "stdout": r.stdout, "stderr": r.stderr, "b
 @pytest.mark.skipif(os.geteuid() != 0, reason="staging once per run is the root path (as the grader runs in CI)")
 def test_staged_once_per_run_is_the_same_boundary(tmp_path):
     """As the grader runs it: staged once in its own mount namespace, every launcher only drops and runs bwrap."""
-    secret = tmp_path / "instructor.txt"
-    secret.write_text("solution")
-    code = ("import os, json, socket\n"
-            "out = {'uid': os.getuid(), 'root': sorted(os.listdir('/')), 'cwd': os.getcwd(),\n"
-            "       'mnt': sorted(os.listdir('/mnt')), 'boxes': sorted(os.listdir('/mnt/boxes')),\n"
-            "       'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}\n"
-            f"try:\n    open({str(secret)!r}).read(); out['read'] = True\nexcept OSError:\n    out['read'] = False\n"
-            "s = socket.socket(); out['net'] = s.connect_ex(('127.0.0.1', 5432)); s.close()\n"
-            "try:\n    import attn_ref; out['attn_ref'] = True\nexcept ImportError:\n    out['attn_ref'] = False\n"
-            "open('written', 'w').write('x')\n"
-            "print(json.dumps(out))")
+    code = _probe(tmp_path, "out['mnt'] = sorted(os.listdir('/mnt')); out['boxes'] = sorted(os.listdir('/mnt/boxes'))")
     env = {**os.environ, sandbox.MOUNTS_ENV: "1"}
     env.pop(sandbox.STAGED_ENV, None)
     r = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", STAGED_RUN, code],
