@@ -1,7 +1,8 @@
 # Self-Attention, Step by Step.  Two commands on a fresh machine:
 #   make book   - set up .venv, build the HTML book into _build/html
 #   make test   - set up .venv, ruff, the book build, the pytest suite
-# Instructor: make grade [PS=ps05_matrix_form] [JOBS=2] [DB_URL=postgresql://...] [ARGS=--no-sandbox], make grade-demo.
+# Instructor: make grade [PS=ps05_matrix_form] [JOBS=2 | SCHEDULER=tcp://host:8786] [DB_URL=postgresql://...]
+#            [ARGS=--no-sandbox], make grade-demo.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 PYTHON ?= python3
@@ -12,6 +13,7 @@ JOBS ?= 1
 ARGS ?=
 PS ?=
 DB_URL ?=
+SCHEDULER ?=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
@@ -66,7 +68,7 @@ release: $(STAMP)
 	$(BIN)/python -m attn_grader.release
 
 grade: $(STAMP) system-packages
-	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(ARGS)
+	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(ARGS)
 
 grade-demo: $(STAMP) system-packages
 	$(BIN)/python -m attn_grader.demo --jobs $(JOBS)

@@ -1,8 +1,7 @@
 """``make grade``: autograde every submission in a sandbox, re-check it, and record the grades.
 
-    python -m attn_grader.autograde [--jobs N] [--assignment PS] [--course DIR] [--no-sandbox]
-    python -m attn_grader.autograde --shard K/N --results part_K.json   # one machine's slice
-    python -m attn_grader.autograde --merge part_*.json                 # the one writer
+    python -m attn_grader.autograde [--jobs N | --scheduler tcp://host:8786] [--assignment PS]
+                                    [--course DIR] [--db-url URL] [--no-sandbox]
 
 The pipeline, one module a step, for every ``submitted/<student>/<assignment>/``:
 
@@ -10,13 +9,16 @@ The pipeline, one module a step, for every ``submitted/<student>/<assignment>/``
    no links, size-capped); students get safe internal ids for nbgrader;
 2. **sanitise** (:mod:`.sanitize`): the notebook is rebuilt from the release with the student's
    answer cells; tampering is flagged;
-3. **execute** (:mod:`.execute`): the real nbgrader autograde, in a scratch course private to the
-   grader; every kernel runs in the sandbox (:mod:`.sandbox`) with a working folder of its own;
+3. **execute** (:mod:`.execute`): the real nbgrader autograde, on a Dask worker (:mod:`.cluster`), in a
+   scratch course private to that batch; every kernel runs in the sandbox (:mod:`.sandbox`) with a
+   working folder of its own;
 4. **re-check** (:mod:`.recheck`): every answer again, in the sandbox, on inputs drawn from the
    course's secret (:mod:`.secret`), compared with the reference outside; :mod:`.scores` makes the
    final scores;
-5. **record** (:mod:`.record`, the one writer): ``gradebook.db``, ``grades.csv``,
-   ``grading_report.md``, ``feedback/``, ``grading_results.json``, each written atomically.
+5. **record** (:mod:`.record`, the one writer: the process that runs ``make grade``): ``gradebook.db``,
+   ``grades.csv``, ``grading_report.md``, ``feedback/``, ``grading_results.json``, each written
+   atomically.  Each result is also appended, as it arrives, to ``.grader/journal.jsonl``: a run
+   interrupted (Ctrl-C, a crash) and started again grades only what the journal does not hold.
 
 The grader's own state (the secret, the lock, the scratch course with its gradebooks and the hidden
 tests nbgrader restores) lives in ``<course>/.grader/`` (mode 0700), which no sandbox sees.  As root
@@ -33,13 +35,12 @@ from . import patches  # noqa: F401 - first: it changes how nbformat imports
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import io
 import json
 import logging
-import multiprocessing as mp
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -49,7 +50,7 @@ from dataclasses import asdict, dataclass, field
 
 import nbformat
 
-from . import recheck, record, sandbox
+from . import cluster, recheck, record, sandbox
 from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
 from .result import Result, empty_result
@@ -81,7 +82,7 @@ class Course:
     assignments: list[str]
     releases: dict[str, tuple[str, nbformat.NotebookNode]] = field(default_factory=dict)  # a -> (nb name, release)
     setups: dict[str, str] = field(default_factory=dict)  # a -> the source's setup cell
-    template_db: str = ""
+    template: bytes = b""  # the template gradebook (every assignment generated, no student): travels to workers
     broken: dict[str, str] = field(default_factory=dict)  # a -> why its source could not be generated
     secret: bytes = b""
 
@@ -177,12 +178,13 @@ def prepare(root: str, assignments: list[str], scratch: str, master_url: str | N
 
     prep = os.path.join(scratch, "prep")
     master_db = sqlite_path(master_url) if master_url else None
-    course = Course(root=root, assignments=assignments, template_db=os.path.join(prep, "template.db"))
+    template_db = os.path.join(prep, "template.db")
+    course = Course(root=root, assignments=assignments)
     for a in assignments:
         os.makedirs(os.path.join(prep, "source", a), exist_ok=True)
         shutil.copy(os.path.join(root, "solutions", a, a + ".ipynb"), os.path.join(prep, "source", a, a + ".ipynb"))
         try:
-            _converter(GenerateAssignment, prep, "sqlite:///" + course.template_db, a).start()
+            _converter(GenerateAssignment, prep, "sqlite:///" + template_db, a).start()
             if master_url and (master_db is None or os.path.exists(master_db)):
                 _converter(GenerateAssignment, prep, master_url, a).start()
             release = nbformat.read(os.path.join(prep, "release", a, a + ".ipynb"), as_version=4)
@@ -193,8 +195,11 @@ def prepare(root: str, assignments: list[str], scratch: str, master_url: str | N
         source = nbformat.read(os.path.join(prep, "source", a, a + ".ipynb"), as_version=4)
         setup = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
         course.setups[a] = setup[0] if setup else ""
-    if master_db and not os.path.exists(master_db) and os.path.exists(course.template_db):
-        shutil.copy(course.template_db, master_db)  # a new course: its gradebook starts as the template
+    if master_db and not os.path.exists(master_db) and os.path.exists(template_db):
+        shutil.copy(template_db, master_db)  # a new course: its gradebook starts as the template
+    if os.path.exists(template_db):
+        with open(template_db, "rb") as f:
+            course.template = f.read()
     shutil.rmtree(os.path.join(prep, "source"), ignore_errors=True)
     shutil.rmtree(os.path.join(prep, "release"), ignore_errors=True)
     return course
@@ -242,7 +247,7 @@ def _kernelspec(work: str, opts: Options) -> None:
                    "language": "python", "interrupt_mode": "message"}, f)
 
 
-def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: str, opts: Options, report=None,
+def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: str, opts: Options, report=None,
                 ran=None) -> list[Result]:
     """Grade sanitised submissions in a scratch course of their own; ``report(result)`` as each is done,
     ``ran(student, assignment)`` as soon as its notebook has run."""
@@ -251,7 +256,7 @@ def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     from .core import tasks_of
     from .execute import ContainedExecute
 
-    work = tempfile.mkdtemp(prefix="shard-", dir=scratch)
+    work = tempfile.mkdtemp(prefix="batch-", dir=scratch)
     cdir = os.path.join(work, "course")
     os.makedirs(cdir)
     # The kernels' working folders hold their IPC sockets, whose paths must stay short (108 bytes, the
@@ -259,7 +264,8 @@ def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     staged_boxes = sandbox.boxes_folder("") if opts.sandbox else ""
     boxes = staged_boxes or tempfile.mkdtemp(prefix="attn-k-", dir="/tmp" if os.path.isdir("/tmp") else None)
     db = os.path.join(cdir, "gradebook.db")
-    shutil.copy(course.template_db, db)
+    with open(db, "wb") as f:
+        f.write(course.template)
     _kernelspec(work, opts)
     os.environ["JUPYTER_PATH"] = os.path.join(work, "jupyter")
     by_sid = {s.sid: s for s, _ in items}
@@ -350,80 +356,6 @@ def grade_shard(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     return results
 
 
-def deal(items: list, assignments: list[str], jobs: int) -> list[list]:
-    """Split the submissions into ``jobs`` shares of equal size, each a contiguous run of the
-    submissions sorted by assignment (a worker pays a fixed cost per assignment it grades, about a
-    second, so a share should span as few assignments as it can)."""
-    order = {a: i for i, a in enumerate(assignments)}
-    ranked = sorted(items, key=lambda it: order.get(it[0].assignment, len(order)))  # stable: students stay sorted
-    size, extra = divmod(len(ranked), jobs)
-    shares, start = [], 0
-    for k in range(jobs):
-        end = start + size + (k < extra)
-        shares.append(ranked[start:end])
-        start = end
-    return shares
-
-
-def _die_with(parent: int) -> None:
-    """This worker gets SIGKILL when the grader that forked it dies (a killed grader leaves no worker)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # it died before that
-        os._exit(1)
-
-
-def _worker(course, items, scratch, opts, queue, parent):
-    _die_with(parent)
-    try:
-        grade_shard(course, items, scratch, opts, report=lambda r: queue.put(("result", r)),
-                    ran=lambda s, a: queue.put(("ran", s, a)))
-    finally:
-        queue.put(None)
-
-
-def _in_workers(course, items, scratch, opts, jobs, report, ran) -> set[str]:
-    """Grade ``items`` with ``jobs`` forked workers; return the keys graded. A worker that dies costs
-    only what it had not reported."""
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(course, share, scratch, opts, queue, os.getpid()))
-             for share in deal(items, course.assignments, jobs) if share]
-    for p in procs:
-        p.start()
-    done: set[str] = set()
-    finished = 0
-    # A worker that reports nothing for longer than one notebook may take (its budget, the re-check,
-    # nbgrader's own work) is stuck, not busy: killed, and what it had not reported is graded again.
-    stall = opts.stall_seconds or opts.budget + opts.recheck_seconds + 180
-    last = time.monotonic()
-    while finished < len(procs):
-        try:
-            got = queue.get(timeout=2)
-        except Exception:  # noqa: BLE001 - queue.Empty: check that the workers live
-            if not any(p.is_alive() for p in procs):
-                break
-            if time.monotonic() - last > stall:
-                for p in procs:
-                    if p.is_alive():
-                        p.kill()
-                break
-            continue
-        last = time.monotonic()
-        if got is None:
-            finished += 1
-        elif got[0] == "ran":
-            ran(*got[1:])
-        else:
-            done.add(got[1].key)
-            report(got[1])
-    for p in procs:
-        p.join()
-    return done
-
-
 # ----------------------------------------------------------------------------------------- a run
 
 @contextlib.contextmanager
@@ -453,9 +385,11 @@ def scratch_folder(root: str):
         os.environ[sandbox.MOUNTS_ENV] = "1"  # this process and its workers may mount (privately)
         sandbox.mount_tmpfs(base, 8 << 30)
         sandbox.stage([*PACKAGES, recheck.HARNESS])  # once for every sandbox of this run
+        os.environ[cluster.SCRATCH_ENV] = base  # the local cluster's workers put their batches here
         try:
             yield base
         finally:
+            os.environ.pop(cluster.SCRATCH_ENV, None)
             sandbox.unstage()
             sandbox.unmount(base)
             os.environ.pop(sandbox.MOUNTS_ENV, None)
@@ -463,56 +397,87 @@ def scratch_folder(root: str):
     for stale in os.listdir(base):
         shutil.rmtree(os.path.join(base, stale), ignore_errors=True)
     path = tempfile.mkdtemp(prefix="run-", dir=base)
+    os.environ[cluster.SCRATCH_ENV] = path
     try:
         yield path
     finally:
+        os.environ.pop(cluster.SCRATCH_ENV, None)
         shutil.rmtree(path, ignore_errors=True)
 
 
+JOURNAL = "journal.jsonl"  # in .grader/: each result of a run as it arrives, until the run has written it all
+
+
+def _digest(s: Submitted, root: str, code: str) -> str:
+    """What a grade depends on: the submitted bytes, the assignment's source, the grader and the reference."""
+    h = hashlib.sha256(code.encode())
+    h.update(s.notebook or b"")
+    src = os.path.join(root, "solutions", s.assignment, s.assignment + ".ipynb")
+    with contextlib.suppress(OSError), open(src, "rb") as f:
+        h.update(f.read())
+    return h.hexdigest()
+
+
+def _journal_kept(root: str) -> dict[str, tuple[str, Result]]:
+    """The results an interrupted run wrote to its journal: {key: (digest, Result)}."""
+    path = os.path.join(state_dir(root), JOURNAL)
+    kept = {}
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+        for line in f:
+            with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+                entry = json.loads(line)
+                r = Result.from_dict(entry["result"])
+                kept[r.key] = (entry["digest"], r)
+    return kept
+
+
 def run(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
-        shard: tuple[int, int] | None = None, results_out: str | None = None, verbose: bool = True,
-        db_url: str | None = None) -> dict[str, Result]:
-    """Grade the course at ``root`` in this process; return {"student/assignment": Result} of this run."""
+        results_out: str | None = None, verbose: bool = True, db_url: str | None = None,
+        scheduler: str | None = None) -> dict[str, Result]:
+    """Grade the course at ``root`` from this process (the one writer) on a Dask cluster: a local one
+    of ``jobs`` worker processes, or the one at ``scheduler``; return {"student/assignment": Result}."""
     opts = opts or Options()
     nbgrader_setup()
     root = os.path.realpath(root)
     with course_lock(root, verbose), scratch_folder(root) as scratch:
-        return _run(root, jobs, only, opts, shard, results_out, verbose, db_url, scratch)
+        return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler)
 
 
-def _run(root, jobs, only, opts, shard, results_out, verbose, db_url, scratch) -> dict[str, Result]:
+def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler) -> dict[str, Result]:
     start = time.monotonic()
     assignments = find_assignments(root, only)
     notebooks = {a: a + ".ipynb" for a in assignments}
     subs = find_submissions(root, assignments, notebooks)
-    if shard is not None:
-        k, n = shard
-        subs = [s for i, s in enumerate(subs) if i % n == k]
-    if not subs and shard is None and not os.path.exists(os.path.join(root, record.RESULTS_FILE)):
+    if not subs and not os.path.exists(os.path.join(root, record.RESULTS_FILE)):
         if verbose:
             print(f"no submissions under {os.path.join(root, 'submitted')}/<student>/<assignment>/: nothing to grade "
                   "(try make grade-demo)", flush=True)
         return {}
     master_url = course_db_url(root, db_url)
     master_db = sqlite_path(master_url)
-    merging = shard is None
     with _quiet_logs():
-        course = prepare(root, assignments, scratch, master_url if merging else None)
+        course = prepare(root, assignments, scratch, master_url)
     course.secret = course_secret(root)
-    merging = merging and (master_db is None or os.path.exists(master_db))
-    # A SQLite gradebook is copied into the scratch and replaces the course's in one step at the end;
-    # a database server is written directly, one transaction per submission.
+    # A SQLite gradebook is copied into the scratch and replaces the course's in one step at the end
+    # (or when the run is interrupted); a database server is written directly, one transaction per submission.
     working_url = "sqlite:///" + os.path.join(scratch, "prep", "gradebook.working.db") if master_db else master_url
-    if merging and master_db:
+    if master_db and os.path.exists(master_db):
         shutil.copy(master_db, sqlite_path(working_url))
     n = len(subs)
     done: dict[str, Result] = {}
+    code = cluster.code_digest(PACKAGES) + json.dumps(asdict(opts), sort_keys=True)
+    digests = {(s.student, s.assignment): _digest(s, root, code) for s in subs}
+    kept = _journal_kept(root)
+    journal = open(os.path.join(state_dir(root), JOURNAL), "a", encoding="utf-8")  # noqa: SIM115
 
-    def report(r: Result) -> None:
+    def report(r: Result, fresh: bool = True) -> None:
         done[r.key] = r
-        if merging:
-            with _quiet_logs():
-                record.merge_gradebook(working_url, [r])
+        with _quiet_logs():
+            record.merge_gradebook(working_url, [r])
+        if fresh and r.status != "ungradable":  # a grader's failure is graded again by the next run
+            journal.write(json.dumps({"digest": digests.get((r.student, r.assignment), ""),
+                                      "result": {**r.to_dict(), "feedback_html": r.feedback_html}}) + "\n")
+            journal.flush()
         if verbose:
             print(record.progress_line(len(done), n, r), flush=True)
 
@@ -525,8 +490,14 @@ def _run(root, jobs, only, opts, shard, results_out, verbose, db_url, scratch) -
         if verbose:
             print(f"[ran {ran_count}/{len(items)}] {record.shown(student)} {a}", flush=True)
 
+    reused = 0
     for s in subs:
         release = course.releases.get(s.assignment, (None, None))[1]
+        old = kept.get(f"{s.student}/{s.assignment}")
+        if old is not None and old[0] == digests[(s.student, s.assignment)]:
+            reused += 1
+            report(old[1], fresh=False)
+            continue
         if s.assignment in course.broken:
             r = empty_result(s.student, s.assignment, release, reason=[course.broken[s.assignment]],
                              sandbox=opts.sandbox)
@@ -542,48 +513,65 @@ def _run(root, jobs, only, opts, shard, results_out, verbose, db_url, scratch) -
             continue
         items.append((s, {"notebook": clean.notebook, "answers": clean.answers, "flags": clean.flags,
                           "notes": clean.notes}))
-    jobs = max(1, min(jobs, len(items) or 1))
-    # Even one job grades in a forked worker: a worker that dies or stalls is replaced, and costs
-    # only the rows it had not reported.
-    graded = _in_workers(course, items, scratch, opts, jobs, report, ran) if items else set()
-    left = [it for it in items if f"{it[0].student}/{it[0].assignment}" not in graded]
-    if left:  # a worker died or stalled (not a student's doing: kernels are sandboxed): once more, one at a time
-        graded |= _in_workers(course, left, scratch, opts, 1, report, ran)
-    for s, item in items:
-        if f"{s.student}/{s.assignment}" not in graded:
-            r = empty_result(s.student, s.assignment, course.releases[s.assignment][1],
-                             reason=["the grading worker failed"], flags=item["flags"], notes=item["notes"],
-                             sandbox=opts.sandbox)
-            r.status = "ungradable"
-            report(r)
+    if reused and verbose:
+        print(f"{reused} submissions graded by the interrupted run are kept (unchanged since); "
+              f"{len(items)} to grade", flush=True)
+
+    def failed(item, why: str) -> Result:
+        s, it = item
+        r = empty_result(s.student, s.assignment, course.releases[s.assignment][1], reason=[why],
+                         flags=it["flags"], notes=it["notes"], sandbox=opts.sandbox)
+        r.status = "ungradable"
+        return r
+
+    workers = max(1, min(jobs, len(items) or 1))
+    try:
+        if items:
+            with cluster.connect(workers, scheduler, verbose) as client:
+                if scheduler:
+                    workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+                graded = cluster.grade_all(client, course, items, opts, report, ran, failed,
+                                           stall_seconds=opts.stall_seconds)
+            for item in items:  # none expected: grade_all reports every item
+                if f"{item[0].student}/{item[0].assignment}" not in graded:
+                    report(failed(item, "the grading worker failed"))
+    finally:
+        journal.close()
+        if master_db:  # what has been graded is kept, even when the run was interrupted
+            shutil.copy(sqlite_path(working_url), master_db + ".tmp")
+            os.replace(master_db + ".tmp", master_db)
     if results_out:
         record.write_atomic(results_out, json.dumps({"assignments": assignments,
                                                      "results": {k: {**r.to_dict(), "feedback_html": r.feedback_html}
                                                                  for k, r in done.items()}}, sort_keys=True))
-    if merging:
-        if master_db:
-            shutil.copy(sqlite_path(working_url), master_db + ".tmp")
-            os.replace(master_db + ".tmp", master_db)
-        present = {(s.student, s.assignment) for s in subs}
-        record.merge(root, done, assignments, lambda st, a: (st, a) in present)
+    present = {(s.student, s.assignment) for s in subs}
+    record.merge(root, done, assignments, lambda st, a: (st, a) in present)
+    # Everything graded is in the course's files now; an interrupted run's results of assignments
+    # not graded this time stay in the journal for the run that grades them.
+    left = [json.dumps({"digest": d, "result": {**r.to_dict(), "feedback_html": r.feedback_html}})
+            for k, (d, r) in kept.items() if k not in done]
+    if left:
+        record.write_atomic(os.path.join(state_dir(root), JOURNAL), "\n".join(left) + "\n", 0o600)
+    else:
+        os.unlink(os.path.join(state_dir(root), JOURNAL))
     if verbose:
-        _summary(done, time.monotonic() - start, jobs, opts)
+        _summary(done, time.monotonic() - start, workers, opts)
     return done
 
 
-def _summary(this_run: dict[str, Result], seconds: float, jobs: int, opts: Options) -> None:
+def _summary(this_run: dict[str, Result], seconds: float, workers: int, opts: Options) -> None:
     rs = list(this_run.values())
     count = {s: sum(r.status == s for r in rs) for s in ("ok", "flagged", "ungradable")}
     full = sum(r.status != "ungradable" and r.total >= r.max_total - 1e-9 for r in rs)
-    print(f"graded {len(rs)} submissions in {seconds:.1f} s with {jobs} job(s): {count['ok']} ok, "
+    print(f"graded {len(rs)} submissions in {seconds:.1f} s on {workers} worker(s): {count['ok']} ok, "
           f"{count['flagged']} flagged, {count['ungradable']} ungradable, {full} full marks"
           f"{'' if opts.sandbox else ', WITHOUT the sandbox (--no-sandbox)'}. "
           f"See {record.CSV_FILE} and {record.REPORT_FILE}.", flush=True)
 
 
 def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
-          shard: tuple[int, int] | None = None, results_out: str | None = None, verbose: bool = True,
-          db_url: str | None = None) -> dict[str, Result]:
+          results_out: str | None = None, verbose: bool = True, db_url: str | None = None,
+          scheduler: str | None = None) -> dict[str, Result]:
     """Grade the course at ``root`` the way ``make grade`` does (a grader process of its own); return
     {"student/assignment": Result} of this run."""
     opts = opts or Options()
@@ -592,8 +580,8 @@ def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options
         argv = [sys.executable, "-m", "attn_grader.autograde", "--course", root, "--jobs", str(jobs),
                 "--results", out, "--options", json.dumps(asdict(opts))]
         argv += [x for a in (only or []) for x in ("--assignment", a)]
-        argv += ["--shard", f"{shard[0]}/{shard[1]}"] if shard else []
         argv += ["--db-url", db_url] if db_url else []
+        argv += ["--scheduler", scheduler] if scheduler else []
         argv += [] if verbose else ["--quiet"]
         proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for line in proc.stdout:  # the progress lines, through this process's sys.stdout
@@ -625,7 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--course", default=".", help="course root (holds solutions/ and submitted/)")
-    p.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes of the local Dask cluster")
+    p.add_argument("--scheduler", help="grade on the Dask cluster whose scheduler is at this address "
+                                       "(tcp://host:8786) instead of a local one")
     p.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
     p.add_argument("--cell-timeout", type=int, default=Options.cell_timeout)
     p.add_argument("--budget", type=int, default=Options.budget)
@@ -634,15 +624,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="grade without the sandbox where bubblewrap cannot run (every row says so)")
     p.add_argument("--options", help=argparse.SUPPRESS)  # grade(): every Options field as JSON
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--shard", help="K/N: grade only slice K (0-based) of N; with --results, do not merge")
-    p.add_argument("--results", help="write this run's results (JSON) here")
-    p.add_argument("--merge", nargs="+", help="merge results files written by --shard runs")
+    p.add_argument("--results", help="also write this run's results (JSON) here")
     p.add_argument("--db-url", help="the course gradebook as an nbgrader db_url, e.g. postgresql://user@host/course "
                                     "(default: sqlite:///<course>/gradebook.db)")
     args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error("--jobs must be 1 or more")
     root = os.path.realpath(args.course)
-    if args.merge:
-        return _merge_parts(root, args)
     if args.options:
         opts = Options(**json.loads(args.options))
     else:
@@ -656,27 +644,13 @@ def main(argv: list[str] | None = None) -> int:
                   "To grade anyway, unprotected (every row will say so): make grade ARGS=--no-sandbox "
                   "or python -m attn_grader.autograde --no-sandbox", file=sys.stderr)
             return 2
-    shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
-    if shard is not None and not args.results:
-        p.error("--shard needs --results FILE (merge the files with --merge)")
-    run(root, jobs=args.jobs, only=args.assignment, opts=opts, shard=shard, results_out=args.results,
-        verbose=not args.quiet, db_url=args.db_url)
-    return 0
-
-
-def _merge_parts(root: str, args) -> int:
-    nbgrader_setup()
-    this_run, assignments = {}, set()
-    for path in args.merge:
-        with open(path) as f:
-            data = json.load(f)
-        this_run.update({k: Result.from_dict(v) for k, v in data["results"].items()})
-        assignments.update(data["assignments"])
-    with course_lock(root), scratch_folder(root) as scratch, _quiet_logs():
-        prepare(root, find_assignments(root, sorted(assignments)), scratch, course_db_url(root, args.db_url))
-        record.merge_gradebook(course_db_url(root, args.db_url), list(this_run.values()))
-    record.merge(root, this_run, [], lambda st, a: True)
-    print(f"merged {len(this_run)} results into {record.CSV_FILE}")
+    try:
+        run(root, jobs=args.jobs, only=args.assignment, opts=opts, results_out=args.results,
+            verbose=not args.quiet, db_url=args.db_url, scheduler=args.scheduler)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: what was graded is kept in {os.path.join(root, '.grader', JOURNAL)} and the "
+              "gradebook; run the same command again to grade the rest.", file=sys.stderr, flush=True)
+        return 130
     return 0
 
 

@@ -2,8 +2,9 @@
 
 A throw-away PostgreSQL cluster (initdb, a Unix socket in a temporary folder, trust authentication)
 is started for the module. A small class is graded into it, then graded again (a resubmission
-replaces the earlier grades), then merged from a shard's results file: the server must hold exactly
-what grades.csv says, and no SQLite gradebook.db may appear in the course.
+replaces the earlier grades), then graded on a Dask cluster of separate processes (a scheduler and
+two workers): the server must hold exactly what grades.csv says, and no SQLite gradebook.db may
+appear in the course.
 
 Needs PostgreSQL's server binaries (`make test` installs Debian's postgresql when absent and it may).
 """
@@ -18,9 +19,10 @@ import time
 
 import nbformat
 import pytest
+from dask_helpers import dask_cluster
 from site_helpers import need
 
-from attn_grader.autograde import Options, grade, main
+from attn_grader.autograde import Options, grade
 from attn_grader.core import tasks_of
 from attn_grader.demo import answers_of, with_answers
 
@@ -108,12 +110,10 @@ def test_grades_go_to_a_postgresql_gradebook(tmp_path, postgres_url):
     assert second[("bob", A)] == second[("ada", A)] == first[("ada", A)]
     assert _server_grades(postgres_url) == second
 
-    # several machines: a shard's results merged by the one writer into the same server
+    # several machines: a Dask cluster's workers grade, the one writer fills the same server
     _submit(root, "cy", wrong)
-    part = str(tmp_path / "part_0.json")
-    assert main(["--course", root, "--shard", "0/1", "--results", part, "--db-url", postgres_url]) == 0
-    assert ("cy", A) not in _server_grades(postgres_url), "a shard wrote the course gradebook"
-    assert main(["--course", root, "--merge", part, "--db-url", postgres_url]) == 0
+    with dask_cluster(tmp_path / "cluster", workers=2) as (address, _):
+        grade(root, opts=OPTS, verbose=False, db_url=postgres_url, scheduler=address)
     third = _csv_grades(root)
     assert third[("cy", A)] == first[("bob", A)]
     assert _server_grades(postgres_url) == third

@@ -62,27 +62,23 @@ def test_missing_alt_added_like_nbconvert():
     assert ours == _nbconvert_way(html) == [NO_ALT, "a plot", NO_ALT, NO_ALT, NO_ALT]
 
 
-def test_deal_gives_equal_shares_spanning_few_assignments():
-    import math
-
-    from attn_grader.autograde import deal
-
-    assignments = ["ps04_step_by_step", "ps12_efficient", "ps05_matrix_form"]
+def test_batches_hold_one_assignment_each_and_every_submission_once():
+    from attn_grader.cluster import BATCH_CAP, batches
     from attn_grader.discover import Submitted
 
-    items = [(Submitted(f"s{i:02d}", a, ""), {}) for i in range(7) for a in assignments]  # student by student
-    for jobs in (1, 2, 3, 4):
-        shares = deal(items, assignments, jobs)
-        assert len(shares) == jobs
-        assert sorted((x[0].student, x[0].assignment) for share in shares for x in share) == \
-            sorted((x[0].student, x[0].assignment) for x in items)  # each submission exactly once
-        assert max(map(len, shares)) - min(map(len, shares)) <= 1
-        for share in shares:
-            kinds = [x[0].assignment for x in share]
-            assert kinds == sorted(kinds, key=assignments.index)  # one batch per assignment
-            assert len(set(kinds)) <= math.ceil(len(assignments) / jobs) + 1, (jobs, kinds)
-    # as many workers as assignments of equal size: one assignment each (every k-th would mix all three)
-    assert [{x[0].assignment for x in share} for share in deal(items, assignments, 3)] == [{a} for a in assignments]
+    assignments = ["ps04_step_by_step", "ps12_efficient", "ps05_matrix_form"]
+    for per in (1, 3, 7, 40):
+        items = [(Submitted(f"s{i:02d}", a, ""), {}) for i in range(per) for a in assignments]  # student by student
+        for workers in (1, 2, 3, 8):
+            tasks = batches(items, assignments, workers)
+            assert sorted((x[0].student, x[0].assignment) for t in tasks for x in t) == \
+                sorted((x[0].student, x[0].assignment) for x in items)  # each submission exactly once
+            assert all(len({x[0].assignment for x in t}) == 1 for t in tasks)  # nbgrader's set-up once per task
+            assert max(map(len, tasks)) <= BATCH_CAP
+            # at least two tasks per worker for each assignment big enough, so none waits on the last one
+            assert all(sum(t[0][0].assignment == a for t in tasks) >= min(per, 2 * workers) for a in assignments)
+            assert [t[0][0].assignment for t in tasks] == sorted((t[0][0].assignment for t in tasks),
+                                                                 key=assignments.index)
 
 
 def test_recheck_wall_limit_kills_and_a_quick_child_is_collected(tmp_path):

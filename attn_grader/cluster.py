@@ -1,0 +1,212 @@
+"""Spreading the submissions over processes and machines: Dask distributed, the one engine.
+
+``make grade JOBS=N`` starts a :class:`distributed.LocalCluster` of N single-threaded worker
+processes on this machine; ``make grade SCHEDULER=tcp://host:8786`` sends the same work to a
+cluster that is already running (``dask scheduler`` / ``dask worker``, dask-jobqueue on Slurm or
+PBS, dask-kubernetes, Dask Gateway).  Either way:
+
+- **the unit of work** is a small batch of submissions of one assignment (:func:`batches`): nbgrader
+  pays about a second per batch to set up an assignment, so a batch holds a few submissions, and
+  there are still several batches per worker so that a slow one does not hold the others back;
+- **the notebook's bytes travel with the task** (:func:`grade_batch` runs on a worker, in a scratch
+  folder of its own); the scores, the re-check's verdicts and the feedback come back as its result;
+  workers write nothing shared: the process that runs ``make grade`` writes every output, each
+  result as it arrives (:func:`grade_all` calls ``report``);
+- **faults**: a worker that dies in the middle of a batch costs nothing but time: the scheduler runs
+  the batch again on another worker (the nanny starts a new one).  A batch that kills every worker it
+  lands on is split into single submissions, and a submission that still kills its workers ends as an
+  ungradable row that says so (after the scheduler's ``allowed-failures`` tries).  A cluster that
+  says nothing for longer than a notebook may take is stuck, not busy: its busy workers are restarted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+import uuid
+
+FAULT_ENV = "ATTN_GRADER_FAULT"  # tests only: {"kill": student} or {"stall_once": flag file}, read on a worker
+SCRATCH_ENV = "ATTN_GRADER_SCRATCH"  # the grader's scratch folder, shared with the workers it starts
+BATCH_CAP = 8  # submissions in one task at most
+
+
+def batches(items: list, assignments: list[str], workers: int, cap: int = BATCH_CAP) -> list[list]:
+    """The tasks: each a run of submissions of one assignment, at most ``cap`` of them, and about two
+    tasks per worker for each assignment (so no worker waits for one that got the last big batch)."""
+    groups: dict[str, list] = {}
+    for it in items:
+        groups.setdefault(it[0].assignment, []).append(it)
+    order = {a: i for i, a in enumerate(assignments)}
+    out = []
+    for a in sorted(groups, key=lambda a: order.get(a, len(order))):
+        group = groups[a]
+        k = min(len(group), max(2 * max(1, workers), math.ceil(len(group) / cap)))  # tasks for it
+        size, extra = divmod(len(group), k)
+        start = 0
+        for i in range(k):  # k runs whose sizes differ by one at most
+            end = start + size + (i < extra)
+            out.append(group[start:end])
+            start = end
+    return out
+
+
+def code_digest(paths: list[str]) -> str:
+    """A digest of every Python and catalogue file under ``paths``: what grading depends on besides
+    the submission and the assignment's source."""
+    h = hashlib.sha256()
+    for root in paths:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".json")):
+                    path = os.path.join(folder, name)
+                    h.update(os.path.relpath(path, root).encode() + b"\0")
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------- on a worker
+
+def _fault(batch) -> None:
+    """Fault injection for the tests of this module (never set in a real run)."""
+    spec = json.loads(os.environ.get(FAULT_ENV) or "{}")
+    if spec.get("kill") in {s.student for s, _ in batch}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    flag = spec.get("stall_once")
+    if flag and not os.path.exists(flag):
+        open(flag, "w").close()
+        time.sleep(3600)
+
+
+def grade_batch(course, batch: list, opts, topic: str | None = None) -> list:
+    """Grade one batch on this worker, in a scratch folder of its own; return its Results.
+    ``topic``: where to log "ran" events (a notebook has run) for the progress lines."""
+    from . import autograde, sandbox
+
+    _fault(batch)
+    if opts.sandbox:
+        why = sandbox.unusable()
+        if why:  # this worker's machine cannot sandbox: no grade from here, and the row says why
+            raise RuntimeError(f"this worker cannot run the sandbox: {why}")
+    autograde.nbgrader_setup()
+    ran = None
+    if topic:
+        with contextlib.suppress(ValueError):
+            from distributed import get_worker
+
+            worker = get_worker()
+            ran = lambda student, a: worker.log_event(topic, [student, a])  # noqa: E731
+    shared = os.environ.get(SCRATCH_ENV, "")
+    base = shared if shared and os.path.isdir(shared) else None
+    scratch = tempfile.mkdtemp(prefix="attn-batch-", dir=base)  # 0700
+    try:
+        return autograde.grade_items(course, batch, scratch, opts, ran=ran)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------------- the client
+
+@contextlib.contextmanager
+def connect(jobs: int, scheduler: str | None, verbose: bool = True):
+    """A Dask client: of a new LocalCluster of ``jobs`` single-threaded worker processes, or of the
+    cluster whose scheduler is at ``scheduler``."""
+    import logging
+
+    import dask
+    from distributed import Client, LocalCluster
+
+    for name in ("distributed", "distributed.worker", "distributed.nanny", "distributed.scheduler"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    if scheduler:
+        with Client(scheduler, timeout="30s") as client:
+            if verbose:
+                n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+                print(f"grading on the cluster at {scheduler} ({n} workers now); dashboard: "
+                      f"{client.dashboard_link}", flush=True)
+            yield client
+        return
+    with dask.config.set({"distributed.scheduler.allowed-failures": 2,
+                          "distributed.admin.system-monitor.gil.enabled": False}):
+        with LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                          host="127.0.0.1", memory_limit=0, silence_logs=logging.ERROR) as cluster, \
+                Client(cluster) as client:
+            yield client
+
+
+def grade_all(client, course, items: list, opts, report, ran=None, make_failed=None,
+              stall_seconds: float = 0) -> set[str]:
+    """Grade ``items`` on the cluster; ``report(result)`` as each arrives (in this process), ``ran``
+    as each notebook has run.  Return the keys reported.  ``make_failed(item, why)``: the row of a
+    submission that no worker could grade."""
+    from distributed import KilledWorker
+
+    workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
+    topic = f"attn-ran-{uuid.uuid4().hex}"
+    heard = [time.monotonic()]
+    lock = threading.Lock()
+
+    def on_event(event):
+        heard[0] = time.monotonic()
+        if ran is not None:
+            with lock:
+                ran(*event[1])
+
+    client.subscribe_topic(topic, on_event)
+    pending: dict = {}
+
+    def submit(batch):
+        fut = client.submit(grade_batch, course, batch, opts, topic, pure=False,
+                            key=f"grade-{batch[0][0].assignment}-{uuid.uuid4().hex[:12]}")
+        pending[fut] = batch
+
+    for batch in batches(items, course.assignments, workers):
+        submit(batch)
+    done: set[str] = set()
+    stall = stall_seconds or opts.budget + opts.recheck_seconds + 180
+    try:
+        while pending:
+            finished = [f for f in pending if f.done()]
+            if not finished:
+                if time.monotonic() - heard[0] > stall:
+                    busy = [w for w, keys in client.processing().items() if keys]
+                    with contextlib.suppress(Exception):
+                        client.restart_workers(busy, raise_for_error=False)
+                    heard[0] = time.monotonic()
+                time.sleep(0.2)
+                continue
+            for fut in finished:
+                batch = pending.pop(fut)
+                heard[0] = time.monotonic()
+                if fut.status == "finished":
+                    for r in fut.result():
+                        done.add(r.key)
+                        report(r)
+                    continue
+                exc = fut.exception()
+                if len(batch) > 1:  # one of them may be the cause: each alone now
+                    for item in batch:
+                        submit([item])
+                    continue
+                why = (f"the grading worker died every time ({exc})" if isinstance(exc, KilledWorker)
+                       else f"the grading worker failed ({type(exc).__name__}: {str(exc)[:200]})")
+                if make_failed is not None:
+                    r = make_failed(batch[0], why)
+                    done.add(r.key)
+                    report(r)
+                fut.release()
+    finally:
+        with contextlib.suppress(Exception):
+            client.unsubscribe_topic(topic)
+        for fut in pending:
+            fut.cancel()
+    return done
