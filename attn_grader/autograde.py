@@ -474,10 +474,12 @@ def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, schedule
         done[r.key] = r
         with _quiet_logs():
             record.merge_gradebook(working_url, [r])
-        if fresh and r.status != "ungradable":  # a grader's failure is graded again by the next run
-            journal.write(json.dumps({"digest": digests.get((r.student, r.assignment), ""),
-                                      "result": {**r.to_dict(), "feedback_html": r.feedback_html}}) + "\n")
-            journal.flush()
+        if fresh:
+            record.put_feedback(root, r)
+            if r.status != "ungradable":  # a grader's failure is graded again by the next run
+                journal.write(json.dumps({"digest": digests.get((r.student, r.assignment), ""),
+                                          "result": r.to_dict()}) + "\n")
+                journal.flush()
         if verbose:
             print(record.progress_line(len(done), n, r), flush=True)
 
@@ -542,13 +544,13 @@ def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, schedule
             os.replace(master_db + ".tmp", master_db)
     if results_out:
         record.write_atomic(results_out, json.dumps({"assignments": assignments,
-                                                     "results": {k: {**r.to_dict(), "feedback_html": r.feedback_html}
-                                                                 for k, r in done.items()}}, sort_keys=True))
+                                                     "results": {k: r.to_dict() for k, r in done.items()}},
+                                                    sort_keys=True))
     present = {(s.student, s.assignment) for s in subs}
     record.merge(root, done, assignments, lambda st, a: (st, a) in present)
     # Everything graded is in the course's files now; an interrupted run's results of assignments
     # not graded this time stay in the journal for the run that grades them.
-    left = [json.dumps({"digest": d, "result": {**r.to_dict(), "feedback_html": r.feedback_html}})
+    left = [json.dumps({"digest": d, "result": r.to_dict()})
             for k, (d, r) in kept.items() if k not in done]
     if left:
         record.write_atomic(os.path.join(state_dir(root), JOURNAL), "\n".join(left) + "\n", 0o600)

@@ -138,6 +138,19 @@ def merge_gradebook(db_url: str, results: list[Result]) -> None:
             gb.db.commit()
 
 
+def put_feedback(root: str, r: Result) -> None:
+    """``feedback/<student>/<assignment>/`` of one result, as it arrives (its HTML is then let go:
+    the writer's memory does not grow with the class).  A result without feedback removes the old."""
+    fb_dir = os.path.join(root, "feedback", r.student, r.assignment)
+    if os.path.islink(fb_dir):
+        os.unlink(fb_dir)
+    shutil.rmtree(fb_dir, ignore_errors=True)
+    if r.feedback_html:
+        os.makedirs(fb_dir, exist_ok=True)
+        write_atomic(os.path.join(fb_dir, r.assignment + ".html"), r.feedback_html)
+    r.feedback_html = None
+
+
 def load_results(root: str) -> dict[str, Result]:
     try:
         data = json.loads(read_regular(os.path.join(root, RESULTS_FILE), 256 << 20) or b"{}")
@@ -153,7 +166,8 @@ def load_results(root: str) -> dict[str, Result]:
 
 
 def merge(root: str, this_run: dict[str, Result], graded_assignments: list[str], still_submitted) -> None:
-    """grading_results.json, feedback/, grades.csv and the report, from the stored results and this run's.
+    """grading_results.json, grades.csv and the report, from the stored results and this run's
+    (whose feedback :func:`put_feedback` wrote as each arrived).
 
     ``still_submitted(student, assignment)``: whether the submission is still there (one that is gone
     loses its row when its assignment was graded).
@@ -164,13 +178,6 @@ def merge(root: str, this_run: dict[str, Result], graded_assignments: list[str],
         if r.assignment in graded_assignments and not still_submitted(r.student, r.assignment):
             results.pop(key)
     for key, r in this_run.items():
-        fb_dir = os.path.join(root, "feedback", r.student, r.assignment)
-        if os.path.islink(fb_dir):
-            os.unlink(fb_dir)
-        shutil.rmtree(fb_dir, ignore_errors=True)
-        if r.feedback_html:
-            os.makedirs(fb_dir, exist_ok=True)
-            write_atomic(os.path.join(fb_dir, r.assignment + ".html"), r.feedback_html)
         results[key] = r
     write_atomic(os.path.join(root, RESULTS_FILE),
                  json.dumps({k: r.to_dict() for k, r in results.items()}, sort_keys=True, indent=1))
