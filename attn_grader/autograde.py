@@ -453,6 +453,13 @@ def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, schedule
             print(f"no submissions under {os.path.join(root, 'submitted')}/<student>/<assignment>/: nothing to grade "
                   "(try make grade-demo)", flush=True)
         return {}
+    with cluster.connect(max(1, min(jobs, len(subs))), scheduler, verbose) as engine:  # starts meanwhile
+        return _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, scheduler,
+                            engine, start)
+
+
+def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, scheduler, engine,
+                 start) -> dict[str, Result]:
     master_url = course_db_url(root, db_url)
     master_db = sqlite_path(master_url)
     with _quiet_logs():
@@ -526,14 +533,13 @@ def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, schedule
         r.status = "ungradable"
         return r
 
-    workers = max(1, min(jobs, len(items) or 1))
+    workers = 0
     try:
         if items:
-            with cluster.connect(workers, scheduler, verbose) as client:
-                if scheduler:
-                    workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
-                graded = cluster.grade_all(client, course, items, opts, report, ran, failed,
-                                           stall_seconds=opts.stall_seconds)
+            client = engine.client
+            workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            graded = cluster.grade_all(client, course, items, opts, report, ran, failed,
+                                       stall_seconds=opts.stall_seconds)
             for item in items:  # none expected: grade_all reports every item
                 if f"{item[0].student}/{item[0].assignment}" not in graded:
                     report(failed(item, "the grading worker failed"))
@@ -649,6 +655,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(root, jobs=args.jobs, only=args.assignment, opts=opts, results_out=args.results,
             verbose=not args.quiet, db_url=args.db_url, scheduler=args.scheduler)
+    except cluster.NoCluster as exc:
+        print(f"make grade: {exc}. Start one (README, 'More than one machine') or grade here with JOBS=N.",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"\ninterrupted: what was graded is kept in {os.path.join(root, '.grader', JOURNAL)} and the "
               "gradebook; run the same command again to grade the rest.", file=sys.stderr, flush=True)

@@ -39,8 +39,10 @@ BATCH_CAP = 8  # submissions in one task at most
 
 
 def batches(items: list, assignments: list[str], workers: int, cap: int = BATCH_CAP) -> list[list]:
-    """The tasks: each a run of submissions of one assignment, at most ``cap`` of them, and about two
-    tasks per worker for each assignment (so no worker waits for one that got the last big batch)."""
+    """The tasks: each a run of submissions of one assignment, at most ``cap`` of them, and at least one
+    per worker for each assignment (so every worker has work).  Batches of equal size: a worker pays
+    nbgrader's set-up once per batch, so fewer, fuller batches are cheaper; the cap keeps a worker that
+    dies from taking much work with it, and the batches many enough to share out evenly."""
     groups: dict[str, list] = {}
     for it in items:
         groups.setdefault(it[0].assignment, []).append(it)
@@ -48,7 +50,7 @@ def batches(items: list, assignments: list[str], workers: int, cap: int = BATCH_
     out = []
     for a in sorted(groups, key=lambda a: order.get(a, len(order))):
         group = groups[a]
-        k = min(len(group), max(2 * max(1, workers), math.ceil(len(group) / cap)))  # tasks for it
+        k = min(len(group), max(max(1, workers), math.ceil(len(group) / cap)))  # tasks for it
         size, extra = divmod(len(group), k)
         start = 0
         for i in range(k):  # k runs whose sizes differ by one at most
@@ -116,31 +118,71 @@ def grade_batch(course, batch: list, opts, topic: str | None = None) -> list:
 
 # ----------------------------------------------------------------------------------------- the client
 
-@contextlib.contextmanager
-def connect(jobs: int, scheduler: str | None, verbose: bool = True):
-    """A Dask client: of a new LocalCluster of ``jobs`` single-threaded worker processes, or of the
-    cluster whose scheduler is at ``scheduler``."""
-    import logging
+class NoCluster(RuntimeError):
+    """The scheduler given with --scheduler could not be reached."""
 
-    import dask
-    from distributed import Client, LocalCluster
 
-    for name in ("distributed", "distributed.worker", "distributed.nanny", "distributed.scheduler"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    if scheduler:
-        with Client(scheduler, timeout="30s") as client:
+class Engine:
+    """A Dask client, connected in the background: a local cluster's workers start (and import the
+    grader) while the grading process prepares the assignments.  :attr:`client` waits for it."""
+
+    def __init__(self, jobs: int, scheduler: str | None, verbose: bool = True):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._scheduler = scheduler
+        self._stack = contextlib.ExitStack()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="attn-dask-start")
+        self._future = self._pool.submit(self._open, jobs, scheduler, verbose)
+
+    def _open(self, jobs: int, scheduler: str | None, verbose: bool):
+        import logging
+
+        import dask
+        from distributed import Client, LocalCluster
+
+        for name in ("distributed", "distributed.worker", "distributed.nanny", "distributed.scheduler"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        if scheduler:
+            client = Client(scheduler, timeout="30s", set_as_default=False)  # not a `with`: closed by close()
+            self._stack.callback(client.close)
             if verbose:
                 n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
                 print(f"grading on the cluster at {scheduler} ({n} workers now); dashboard: "
-                      f"{client.dashboard_link}", flush=True)
-            yield client
-        return
-    with dask.config.set({"distributed.scheduler.allowed-failures": 2,
-                          "distributed.admin.system-monitor.gil.enabled": False}):
-        with LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
-                          host="127.0.0.1", memory_limit=0, silence_logs=logging.ERROR) as cluster, \
-                Client(cluster) as client:
-            yield client
+                      f"{client.dashboard_link}" + ("" if n else "; waiting for workers to join"), flush=True)
+            return client
+        self._stack.enter_context(dask.config.set({"distributed.scheduler.allowed-failures": 2,
+                                                   "distributed.admin.system-monitor.gil.enabled": False}))
+        cluster = self._stack.enter_context(LocalCluster(
+            n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
+            memory_limit=0, silence_logs=logging.ERROR,
+            preload=["attn_grader.autograde"]))  # nbgrader and the grader imported as a worker starts
+        client = Client(cluster, set_as_default=False)
+        self._stack.callback(client.close)
+        return client
+
+    @property
+    def client(self):
+        try:
+            return self._future.result()
+        except (OSError, TimeoutError) as exc:
+            raise NoCluster(f"no Dask scheduler answered at {self._scheduler} ({type(exc).__name__}: {exc})") from exc
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._future.result()  # still starting: let it finish, then close what it opened
+        self._stack.close()
+        self._pool.shutdown()
+
+
+@contextlib.contextmanager
+def connect(jobs: int, scheduler: str | None, verbose: bool = True):
+    """An :class:`Engine`: a new LocalCluster of ``jobs`` single-threaded worker processes, or the
+    cluster whose scheduler is at ``scheduler``; started now, in the background."""
+    engine = Engine(jobs, scheduler, verbose)
+    try:
+        yield engine
+    finally:
+        engine.close()
 
 
 def grade_all(client, course, items: list, opts, report, ran=None, make_failed=None,

@@ -377,6 +377,90 @@ def fig_grading(quick: bool) -> list[Row]:
     ]
 
 
+DASK_PROBE = """
+import json, sys, time
+import nbformat
+from distributed import Client, LocalCluster
+from attn_grader.autograde import Course, Options
+from attn_grader.discover import Submitted
+
+def noop(course, batch, opts, topic):
+    return []
+
+release = nbformat.read(sys.argv[1], as_version=4)
+raw = open(sys.argv[1], "rb").read()
+course = Course(root="/nonexistent", assignments=["a"], releases={"a": ("a.ipynb", release)},
+                template=b"x" * 300_000, secret=b"s" * 32)
+batch = [(Submitted(f"s{i}", "a", f"s{i:05d}", notebook=raw), {"notebook": release, "answers": {}, "flags": [],
+          "notes": []}) for i in range(8)]
+with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, Client(cl) as c:
+    for _ in range(10):
+        c.submit(noop, course, batch, Options(), None, pure=False).result()
+    times = []
+    for _ in range(int(sys.argv[2])):
+        t0 = time.perf_counter()
+        c.submit(noop, course, batch, Options(), None, pure=False).result()
+        times.append(time.perf_counter() - t0)
+print(json.dumps(times))
+"""
+
+
+def _grade_watching_memory(course: str, jobs: int) -> tuple[float, list[tuple[int, int]], str | None]:
+    """Grade ``course`` with ``--jobs``; sample the grading process's resident memory at each result."""
+    import psutil
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.autograde", "--course", course, "--jobs", str(jobs)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    me = psutil.Process(proc.pid)  # under unshare the grader keeps this pid (exec, no fork)
+    samples, count = [], 0
+    for line in proc.stdout:
+        if line.startswith("[") and not line.startswith("[ran "):
+            count += 1
+            with contextlib.suppress(psutil.NoSuchProcess):
+                samples.append((count, me.memory_info().rss))
+    err = proc.stderr.read()
+    if proc.wait() != 0:
+        return time.perf_counter() - t0, samples, f"autograde exited with {proc.returncode}: {err[-300:]}"
+    return time.perf_counter() - t0, samples, None
+
+
+def fig_scale(quick: bool) -> list[Row]:
+    """Dask's cost per task (a real batch's payload, a task that does nothing, on a LocalCluster of 2)
+    and the one writer's memory while a class of 500 small submissions is graded with 2 workers: it
+    must not grow with the class (results are written as they arrive, not gathered)."""
+    figure = TITLES["scale"]
+    a = "ps04_step_by_step"
+    exercise = os.path.join(REPO, "exercises", a, a + ".ipynb")
+    reps = 50 if quick else 200
+    out = subprocess.run([sys.executable, "-c", DASK_PROBE, exercise, str(reps)], cwd=REPO, capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        return [skipped(figure, f"the Dask probe failed: {out.stderr.strip().splitlines()[-1:]}")]
+    times = json.loads(out.stdout.strip().splitlines()[-1])
+    first, last = float(np.median(times[: reps // 2])), float(np.median(times[reps // 2:]))
+    rows = [Row(figure, f"Dask's round trip per task (a batch of 8 notebooks and the course; median of {reps})",
+                _ms(float(np.median(times))), "reported", None,
+                f"first half {_ms(first)}, second half {_ms(last)}; a submission takes about a second to grade")]
+    n = 60 if quick else 500
+    tmp = tempfile.mkdtemp(prefix="bench-scale-")
+    try:
+        n_sub = build_class(tmp, [a], n)
+        seconds, samples, error = _grade_watching_memory(tmp, 2)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if error:
+        return [*rows, skipped(figure, error)]
+    early = [rss for k, rss in samples if k <= n_sub // 5]
+    late = [rss for k, rss in samples if k > n_sub - n_sub // 5]
+    growth = (np.median(late) - np.median(early)) / np.median(early)
+    rows.append(Row(figure, f"the one writer's memory, last fifth ÷ first fifth of {n_sub} results (2 workers)",
+                    ratio(1 + growth), "≤ 1.05×", bool(growth <= 0.05),
+                    f"{np.median(early) / 2**20:.0f} MiB then {np.median(late) / 2**20:.0f} MiB; "
+                    f"{n_sub} submissions graded in {seconds:.0f} s, {seconds / n_sub:.2f} s each"))
+    return rows
+
+
 SANDBOX_PROBE = """
 import json, os, subprocess, sys, tempfile, time
 from attn_grader import sandbox
@@ -442,6 +526,7 @@ FIGURES = {
     "book": fig_book,
     "grading": fig_grading,
     "sandbox": fig_sandbox,
+    "scale": fig_scale,
 }
 #: The title each figure gives its rows (``--only`` replaces the rows with these titles in results.md).
 TITLES = {
@@ -454,5 +539,6 @@ TITLES = {
     "book": "book build",
     "grading": "grading cost",
     "sandbox": "grading sandbox",
+    "scale": "grading a large class",
 }
 QUICK_SKIPS = {"book"}  # minutes of work: only in the full run (or with --only book)
