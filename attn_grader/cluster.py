@@ -5,9 +5,8 @@ processes on this machine; ``make grade SCHEDULER=tcp://host:8786`` sends the sa
 cluster that is already running (``dask scheduler`` / ``dask worker``, dask-jobqueue on Slurm or
 PBS, dask-kubernetes, Dask Gateway).  Either way:
 
-- **the unit of work** is a small batch of submissions of one assignment (:func:`batches`): nbgrader
-  pays about a second per batch to set up an assignment, so a batch holds a few submissions, and
-  there are still several batches per worker so that a slow one does not hold the others back;
+- **the unit of work** is a batch of at most 8 submissions of one assignment (:func:`batches`):
+  nbgrader's set-up of an assignment is paid once per batch, and a worker that dies loses one batch;
 - **the notebook's bytes travel with the task** (:func:`grade_batch` runs on a worker, in a scratch
   folder of its own); the scores, the re-check's verdicts and the feedback come back as its result;
   workers write nothing shared: the process that runs ``make grade`` writes every output, each

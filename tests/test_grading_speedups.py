@@ -75,8 +75,11 @@ def test_batches_hold_one_assignment_each_and_every_submission_once():
                 sorted((x[0].student, x[0].assignment) for x in items)  # each submission exactly once
             assert all(len({x[0].assignment for x in t}) == 1 for t in tasks)  # nbgrader's set-up once per task
             assert max(map(len, tasks)) <= BATCH_CAP
-            # at least two tasks per worker for each assignment big enough, so none waits on the last one
-            assert all(sum(t[0][0].assignment == a for t in tasks) >= min(per, 2 * workers) for a in assignments)
+            # every worker has work in each assignment, and no more batches than the cap calls for
+            counts = [sum(t[0][0].assignment == a for t in tasks) for a in assignments]
+            assert all(c == min(per, max(workers, -(-per // BATCH_CAP))) for c in counts), (per, workers, counts)
+            sizes = [len(t) for t in tasks]
+            assert max(sizes) - min(sizes) <= 1  # equal batches: none holds the others back
             assert [t[0][0].assignment for t in tasks] == sorted((t[0][0].assignment for t in tasks),
                                                                  key=assignments.index)
 
