@@ -130,6 +130,10 @@ def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: 
         c.ContainedExecute.kernel_name = "attn-grade"
         c.ContainedExecute.boxes = boxes
         c.ContainedExecute.box_bytes = opts.box_bytes
+        # A kernel starts in about a second; one that has not answered kernel_info in 30 s will not
+        # (seen once in ~1,200 starts: papermill#776, jupyter_client#154): the second attempt comes
+        # sooner than after nbclient's default 60 s.
+        c.ContainedExecute.startup_timeout = 30
         # The outputs are in once the last cell has run: the kernel (its sandbox) is killed rather than
         # asked to shut down, which nbclient's "graceful" waits for.
         c.ContainedExecute.shutdown_kernel = "immediate"
