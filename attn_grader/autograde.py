@@ -73,7 +73,7 @@ class Options:
     call_seconds: int = 30  # seconds for one call of a student's function in the re-check
     box_bytes: int = 256 << 20  # size of a sandbox's working folder
     sandbox: bool = True  # False only with --no-sandbox
-    stall_seconds: int = 0  # a worker silent this long is killed and its rows graded again (0: budget + 300)
+    stall_seconds: int = 0  # nothing heard this long: the busy workers are restarted (0: budget + re-check + 180)
 
 
 @dataclass

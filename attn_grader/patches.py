@@ -69,7 +69,7 @@ def _zmq_gc_never_blocks() -> None:
 
 
 def _cached_engine(url, **kwargs):
-    key = (os.getpid(), str(url), tuple(sorted(kwargs.items())))  # a forked worker makes its own
+    key = (os.getpid(), str(url), tuple(sorted(kwargs.items())))  # each worker process makes its own
     if key not in _ENGINES:
         _ENGINES[key] = _ENGINE_FACTORY[0](url, **kwargs)
     return _ENGINES[key]
