@@ -41,6 +41,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -656,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
                   "To grade anyway, unprotected (every row will say so): make grade ARGS=--no-sandbox "
                   "or python -m attn_grader.autograde --no-sandbox", file=sys.stderr)
             return 2
+    signal.signal(signal.SIGINT, cluster.on_sigint)
     try:
         run(root, jobs=args.jobs, only=args.assignment, opts=opts, results_out=args.results,
             verbose=not args.quiet, db_url=args.db_url, scheduler=args.scheduler)

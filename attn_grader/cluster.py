@@ -32,6 +32,22 @@ import threading
 import time
 import uuid
 
+# Ctrl-C: while the assignments are prepared it interrupts at once; while the class is graded it is
+# taken at the next turn of grade_all's loop (never inside a call into Dask, which a KeyboardInterrupt
+# could leave half done); while the grades are written and the cluster closed, it waits for that.
+PHASE = {"now": "prepare"}  # prepare | grading | finishing
+STOP = threading.Event()
+
+
+def on_sigint(signum, frame) -> None:
+    if PHASE["now"] == "grading":
+        STOP.set()
+    elif PHASE["now"] == "finishing":
+        print("\nwriting what was graded and closing the workers: a moment", flush=True)
+    else:
+        raise KeyboardInterrupt
+
+
 FAULT_ENV = "ATTN_GRADER_FAULT"  # tests only: {"kill": student} or {"stall_once": flag file}, read on a worker
 SCRATCH_ENV = "ATTN_GRADER_SCRATCH"  # the grader's scratch folder, shared with the workers it starts
 BATCH_CAP = 8  # submissions in one task at most
@@ -166,11 +182,19 @@ class Engine:
         except (OSError, TimeoutError) as exc:
             raise NoCluster(f"no Dask scheduler answered at {self._scheduler} ({type(exc).__name__}: {exc})") from exc
 
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._future.result()  # still starting: let it finish, then close what it opened
-        self._stack.close()
-        self._pool.shutdown()
+    def close(self, seconds: float = 60) -> None:
+        """Close the client and the local cluster; give up waiting after ``seconds`` (the workers die
+        with this process anyway: Dask's nanny watches its parent)."""
+        def close_all():
+            with contextlib.suppress(Exception):
+                self._future.result()  # still starting: let it finish, then close what it opened
+            with contextlib.suppress(Exception):
+                self._stack.close()
+
+        closer = threading.Thread(target=close_all, name="attn-dask-close", daemon=True)
+        closer.start()
+        closer.join(seconds)
+        self._pool.shutdown(wait=False)
 
 
 @contextlib.contextmanager
@@ -214,8 +238,11 @@ def grade_all(client, course, items: list, opts, report, ran=None, make_failed=N
         submit(batch)
     done: set[str] = set()
     stall = stall_seconds or opts.budget + opts.recheck_seconds + 180
+    PHASE["now"] = "grading"
     try:
         while pending:
+            if STOP.is_set():
+                raise KeyboardInterrupt
             finished = [f for f in pending if f.done()]
             if not finished:
                 if time.monotonic() - heard[0] > stall:
@@ -246,6 +273,7 @@ def grade_all(client, course, items: list, opts, report, ran=None, make_failed=N
                     report(r)
                 fut.release()
     finally:
+        PHASE["now"] = "finishing"
         with contextlib.suppress(Exception):
             client.unsubscribe_topic(topic)
         for fut in pending:

@@ -35,7 +35,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
 
 
 def _class(root, extra=()) -> str:
-    """ann right, ben blank, cy/eve/fay each with a catalogued mistake, gus right, dee an empty folder."""
+    """ann right, ben blank, cy/eve/fay each with a catalogued mistake, gus/hal/ian/jo right, dee an empty
+    folder: 9 notebooks, more than one batch (at most 8) even for one worker."""
     root = str(root)
     shutil.copytree(os.path.join(REPO, "solutions", A), os.path.join(root, "solutions", A))
     src = nbformat.read(os.path.join(REPO, "solutions", A, A + ".ipynb"), as_version=4)
@@ -44,7 +45,8 @@ def _class(root, extra=()) -> str:
     t = tasks_of(A)
     students = {"ann": right, "ben": {}, "cy": {**right, f"{t[2].func_name}_answer": t[2].mistakes[1].source},
                 "eve": {**right, f"{t[0].func_name}_answer": t[0].mistakes[0].source},
-                "fay": {**right, f"{t[3].func_name}_answer": t[3].mistakes[0].source}, "gus": right}
+                "fay": {**right, f"{t[3].func_name}_answer": t[3].mistakes[0].source}, "gus": right, "hal": right,
+                "ian": right, "jo": right}
     students.update({name: right for name in extra})
     for student, answers in students.items():
         d = os.path.join(root, "submitted", student, A)
@@ -85,7 +87,7 @@ def test_a_cluster_of_dask_processes_grades_like_one_job(tmp_path, reference):
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"grading on the cluster at {address} (2 workers now)" in out.stdout
     assert _csv(root) == reference
-    assert len(re.findall(r"^\[\d+/7\] ", out.stdout, re.M)) == 7  # a progress line per submission
+    assert len(re.findall(r"^\[\d+/10\] ", out.stdout, re.M)) == 10  # a progress line per submission
 
 
 def test_a_worker_killed_while_it_grades_costs_nothing(tmp_path, reference):
@@ -105,8 +107,8 @@ def test_a_worker_killed_while_it_grades_costs_nothing(tmp_path, reference):
         assert proc.wait(timeout=900) == 0, proc.stderr.read()[-3000:]
         proc.stderr.close()
     assert killed, "no worker was caught grading"
-    progress = [ln for ln in lines if re.match(r"\[\d+/7\] ", ln)]
-    assert len(progress) == 7, lines  # every row reported once
+    progress = [ln for ln in lines if re.match(r"\[\d+/10\] ", ln)]
+    assert len(progress) == 10, lines  # every row reported once
     assert _csv(root) == reference
 
 
@@ -128,7 +130,7 @@ def test_interrupted_then_run_again_grades_only_what_is_missing(tmp_path, refere
             "--options", json.dumps(OPTS.__dict__)]
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in proc.stdout:
-        if re.match(r"\[\d+/7\] (?!dee)\w+ .*: \d", line):  # a graded submission (not the empty folder)
+        if re.match(r"\[\d+/10\] (?!dee)\w+ .*: \d", line):  # a graded submission (not the empty folder)
             os.kill(proc.pid, signal.SIGINT)
             break
     t0 = time.monotonic()
@@ -143,6 +145,6 @@ def test_interrupted_then_run_again_grades_only_what_is_missing(tmp_path, refere
     kept = re.search(r"(\d+) submissions graded by the interrupted run are kept", again.stdout)
     assert kept and int(kept.group(1)) >= 1, again.stdout
     ran = [ln for ln in again.stdout.splitlines() if ln.startswith("[ran ")]
-    assert len(ran) == 6 - int(kept.group(1)), again.stdout  # only the rest ran
+    assert len(ran) == 9 - int(kept.group(1)) > 0, again.stdout  # only the rest ran, and some did
     assert _csv(root) == reference
     assert not os.path.exists(os.path.join(root, ".grader", "journal.jsonl"))
