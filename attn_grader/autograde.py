@@ -252,10 +252,10 @@ def _kernelspec(work: str, opts: Options) -> None:
                    "language": "python", "interrupt_mode": "message"}, f)
 
 
-def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: str, opts: Options, report=None,
+def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: str, opts: Options,
                 ran=None) -> list[Result]:
-    """Grade sanitised submissions in a scratch course of their own; ``report(result)`` as each is done,
-    ``ran(student, assignment)`` as soon as its notebook has run."""
+    """Grade sanitised submissions (a Dask task's batch) in a scratch course of their own; call
+    ``ran(student, assignment)`` as soon as a notebook has run."""
     from nbgrader.converters import Autograde, GenerateFeedback
 
     from .core import tasks_of
@@ -351,8 +351,6 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                 with open(fb, encoding="utf-8") as f:
                     r.feedback_html = f.read()
             r.finish()
-            if report is not None:
-                report(r)
         shutil.rmtree(os.path.join(cdir, "autograded"), ignore_errors=True)  # the hidden tests in them: gone now
     ContainedExecute.on_done = None
     shutil.rmtree(work, ignore_errors=True)
