@@ -408,6 +408,22 @@ def scratch_folder(root: str):
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _code_digest(paths: list[str]) -> str:
+    """A digest of every Python and catalogue file under ``paths``: what grading depends on besides
+    the submission and the assignment's source."""
+    h = hashlib.sha256()
+    for root in paths:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".json")):
+                    path = os.path.join(folder, name)
+                    h.update(os.path.relpath(path, root).encode() + b"\0")
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+    return h.hexdigest()
+
+
 JOURNAL = "journal.jsonl"  # in .grader/: each result of a run as it arrives, until the run has written it all
 
 
@@ -457,11 +473,10 @@ def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, schedule
                   "(try make grade-demo)", flush=True)
         return {}
     with cluster.connect(max(1, min(jobs, len(subs))), scheduler, verbose) as engine:  # starts meanwhile
-        return _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, scheduler,
-                            engine, start)
+        return _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine, start)
 
 
-def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, scheduler, engine,
+def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine,
                  start) -> dict[str, Result]:
     master_url = course_db_url(root, db_url)
     master_db = sqlite_path(master_url)
@@ -475,7 +490,7 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
         shutil.copy(master_db, sqlite_path(working_url))
     n = len(subs)
     done: dict[str, Result] = {}
-    code = cluster.code_digest(PACKAGES) + json.dumps(asdict(opts), sort_keys=True)
+    code = _code_digest(PACKAGES) + json.dumps(asdict(opts), sort_keys=True)
     digests = {(s.student, s.assignment): _digest(s, root, code) for s in subs}
     kept = _journal_kept(root)
     journal = open(os.path.join(state_dir(root), JOURNAL), "a", encoding="utf-8")  # noqa: SIM115
@@ -541,11 +556,7 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
         if items:
             client = engine.client
             workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
-            graded = cluster.grade_all(client, course, items, opts, report, ran, failed,
-                                       stall_seconds=opts.stall_seconds)
-            for item in items:  # none expected: grade_all reports every item
-                if f"{item[0].student}/{item[0].assignment}" not in graded:
-                    report(failed(item, "the grading worker failed"))
+            cluster.grade_all(client, course, items, opts, report, failed, ran, stall_seconds=opts.stall_seconds)
     finally:
         journal.close()
         if master_db:  # what has been graded is kept, even when the run was interrupted

@@ -21,7 +21,6 @@ PBS, dask-kubernetes, Dask Gateway).  Either way:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -73,22 +72,6 @@ def batches(items: list, assignments: list[str], workers: int, cap: int = BATCH_
             out.append(group[start:end])
             start = end
     return out
-
-
-def code_digest(paths: list[str]) -> str:
-    """A digest of every Python and catalogue file under ``paths``: what grading depends on besides
-    the submission and the assignment's source."""
-    h = hashlib.sha256()
-    for root in paths:
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".py", ".json")):
-                    path = os.path.join(folder, name)
-                    h.update(os.path.relpath(path, root).encode() + b"\0")
-                    with open(path, "rb") as f:
-                        h.update(f.read())
-    return h.hexdigest()
 
 
 # ----------------------------------------------------------------------------------------- on a worker
@@ -208,10 +191,10 @@ def connect(jobs: int, scheduler: str | None, verbose: bool = True):
         engine.close()
 
 
-def grade_all(client, course, items: list, opts, report, ran=None, make_failed=None,
-              stall_seconds: float = 0) -> set[str]:
+def grade_all(client, course, items: list, opts, report, make_failed, ran=None,
+              stall_seconds: float = 0) -> None:
     """Grade ``items`` on the cluster; ``report(result)`` as each arrives (in this process), ``ran``
-    as each notebook has run.  Return the keys reported.  ``make_failed(item, why)``: the row of a
+    as each notebook has run; every item is reported once.  ``make_failed(item, why)``: the row of a
     submission that no worker could grade."""
     from distributed import KilledWorker
 
@@ -236,7 +219,6 @@ def grade_all(client, course, items: list, opts, report, ran=None, make_failed=N
 
     for batch in batches(items, course.assignments, workers):
         submit(batch)
-    done: set[str] = set()
     stall = stall_seconds or opts.budget + opts.recheck_seconds + 180
     PHASE["now"] = "grading"
     try:
@@ -257,7 +239,6 @@ def grade_all(client, course, items: list, opts, report, ran=None, make_failed=N
                 heard[0] = time.monotonic()
                 if fut.status == "finished":
                     for r in fut.result():
-                        done.add(r.key)
                         report(r)
                     continue
                 exc = fut.exception()
@@ -267,10 +248,7 @@ def grade_all(client, course, items: list, opts, report, ran=None, make_failed=N
                     continue
                 why = (f"the grading worker died every time ({exc})" if isinstance(exc, KilledWorker)
                        else f"the grading worker failed ({type(exc).__name__}: {str(exc)[:200]})")
-                if make_failed is not None:
-                    r = make_failed(batch[0], why)
-                    done.add(r.key)
-                    report(r)
+                report(make_failed(batch[0], why))
                 fut.release()
     finally:
         PHASE["now"] = "finishing"
@@ -278,4 +256,3 @@ def grade_all(client, course, items: list, opts, report, ran=None, make_failed=N
             client.unsubscribe_topic(topic)
         for fut in pending:
             fut.cancel()
-    return done
