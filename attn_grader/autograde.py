@@ -29,7 +29,14 @@ time: a second run waits for the first (``.grader/lock``).
 
 from __future__ import annotations
 
-from . import patches  # noqa: F401 - first: it changes how nbformat imports
+import sys
+
+from . import sandbox  # the standard library only
+
+if __name__ == "__main__":  # as root: re-executed in a mount namespace of its own, before the slow imports
+    sandbox.private_mounts("attn_grader.autograde", sys.argv[1:])
+
+from . import patches  # noqa: F401 - first of the rest: it changes how nbformat imports
 
 # isort: split
 import argparse
@@ -43,7 +50,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -51,7 +57,7 @@ from dataclasses import asdict, dataclass, field
 
 import nbformat
 
-from . import cluster, recheck, record, sandbox
+from . import cluster, recheck, record
 from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
 from .result import Result, empty_result
@@ -62,7 +68,6 @@ from .secret import course_secret, state_dir
 warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader re-adding a submission
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = [os.path.join(REPO, p) for p in ("attn_ref", "attn_grader")]  # what a kernel may import
-PRIVATE_ENV = "ATTN_GRADER_PRIVATE_MOUNTS"
 
 
 @dataclass
@@ -384,7 +389,7 @@ def scratch_folder(root: str):
     after a crash, by the next run (which holds the lock, so nothing else uses it)."""
     base = os.path.join(state_dir(root), "scratch")
     os.makedirs(base, mode=0o700, exist_ok=True)
-    if os.environ.get(PRIVATE_ENV) == str(os.getpid()) and os.geteuid() == 0:
+    if os.environ.get(sandbox.PRIVATE_ENV) == str(os.getpid()) and os.geteuid() == 0:
         os.environ[sandbox.MOUNTS_ENV] = "1"  # this process and its workers may mount (privately)
         sandbox.mount_tmpfs(base, 8 << 30)
         sandbox.stage([*PACKAGES, recheck.HARNESS])  # once for every sandbox of this run
@@ -456,7 +461,6 @@ def run(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options |
     """Grade the course at ``root`` from this process (the one writer) on a Dask cluster: a local one
     of ``jobs`` worker processes, or the one at ``scheduler``; return {"student/assignment": Result}."""
     opts = opts or Options()
-    nbgrader_setup()
     root = os.path.realpath(root)
     with course_lock(root, verbose), scratch_folder(root) as scratch:
         return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler)
@@ -478,6 +482,7 @@ def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, schedule
 
 def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine,
                  start) -> dict[str, Result]:
+    nbgrader_setup()  # after the cluster has started starting: its workers import meanwhile
     master_url = course_db_url(root, db_url)
     master_db = sqlite_path(master_url)
     with _quiet_logs():
@@ -619,18 +624,6 @@ def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options
     return {k: Result.from_dict(v) for k, v in data["results"].items()}
 
 
-def _private_mounts(argv: list[str]) -> None:
-    """As root, run the grader in a mount namespace of its own (re-executed under ``unshare``)."""
-    if os.geteuid() != 0 or os.environ.get(PRIVATE_ENV) == str(os.getpid()) or not shutil.which("unshare"):
-        return
-    if os.environ.get(PRIVATE_ENV) == "exec":  # we are the re-executed process: record our pid
-        os.environ[PRIVATE_ENV] = str(os.getpid())
-        return
-    os.environ[PRIVATE_ENV] = "exec"
-    os.execv(shutil.which("unshare"), ["unshare", "--mount", "--propagation", "private",
-                                      sys.executable, "-m", "attn_grader.autograde", *argv])
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -682,5 +675,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    _private_mounts(sys.argv[1:])
     sys.exit(main())

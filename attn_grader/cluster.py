@@ -87,6 +87,17 @@ def _fault(batch) -> None:
         time.sleep(3600)
 
 
+def dask_setup(worker=None) -> None:
+    """Run by each worker as it starts (Dask's preload hook; ``dask worker --preload attn_grader.cluster``):
+    what every batch needs is imported and set up then, while the grading process prepares the
+    assignments, not on a worker's first batch (half a second)."""
+    from nbgrader.converters import Autograde, GenerateFeedback  # noqa: F401
+
+    from . import autograde, execute  # noqa: F401
+
+    autograde.nbgrader_setup()
+
+
 def grade_batch(course, batch: list, opts, topic: str | None = None) -> list:
     """Grade one batch on this worker, in a scratch folder of its own; return its Results.
     ``topic``: where to log "ran" events (a notebook has run) for the progress lines."""
@@ -153,7 +164,7 @@ class Engine:
         cluster = self._stack.enter_context(LocalCluster(
             n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
             memory_limit=0, silence_logs=logging.ERROR,
-            preload=["attn_grader.autograde"]))  # nbgrader and the grader imported as a worker starts
+            preload=["attn_grader.cluster"]))  # dask_setup: nbgrader and the grader imported as a worker starts
         client = Client(cluster, set_as_default=False)
         self._stack.callback(client.close)
         return client

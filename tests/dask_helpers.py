@@ -45,7 +45,8 @@ def dask_cluster(folder: str, workers: int = 2, worker_env: dict | None = None, 
         address = _wait_for("scheduler file", lambda: os.path.exists(sfile) and os.path.getsize(sfile) and
                             json.load(open(sfile)).get("address"))
         ws = [start([os.path.join(BIN, "dask"), "worker", "--scheduler-file", sfile, "--nthreads", "1",
-                     "--nworkers", "1", "--memory-limit", "0", "--no-dashboard", "--name", f"w{k}"],
+                     "--nworkers", "1", "--memory-limit", "0", "--no-dashboard", "--name", f"w{k}",
+                     "--preload", "attn_grader.cluster"],
                     worker_env, f"worker{k}") for k in range(workers)]
         from distributed import Client
 

@@ -46,6 +46,35 @@ def test_rfc3987_grammar_is_not_built_by_the_grader():
     assert out.strip() == "False"
 
 
+def test_cell_metadata_is_validated_as_jsonschema_validate_does():
+    import jsonschema
+    import nbformat
+    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+    patches.nbgrader_setup()
+    validator = MetadataValidatorV3()
+    good = {"schema_version": 3, "grade": True, "solution": False, "locked": True, "points": 2,
+            "grade_id": "t", "task": False}
+    bad = [{**good, "points": "2"}, {**good, "grade_id": 7}, {k: v for k, v in good.items() if k != "locked"},
+           {**good, "solution": "yes"}]
+    refused = []
+    for meta in [good, *bad] * 2:  # twice: the second time from the validator checked once
+        cell = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": dict(meta)})
+        try:
+            jsonschema.validate(meta, validator.schema)
+            expected = None
+        except jsonschema.ValidationError as exc:
+            expected = exc.message
+        try:
+            validator.validate_cell(cell)
+            got = None
+        except jsonschema.ValidationError as exc:
+            got = exc.message
+        assert got == expected
+        refused.append(got is not None)
+    assert refused == [False, True, True, True, True] * 2
+
+
 def _nbconvert_way(html: str) -> list:
     """What nbconvert's HTMLExporter does to images after rendering (its BeautifulSoup pass)."""
     soup = BeautifulSoup(html, features="html.parser")
