@@ -2,7 +2,7 @@
 #   make book   - set up .venv, build the HTML book into _build/html
 #   make test   - set up .venv, ruff, the book build, the pytest suite
 # Instructor: make grade [PS=ps05_matrix_form] [JOBS=2 | SCHEDULER=tcp://host:8786] [DB_URL=postgresql://...]
-#            [ARGS=--no-sandbox], make grade-demo.
+#            [EXPORT=canvas,moodle] [ARGS=--no-sandbox], make grade-demo.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 PYTHON ?= python3
@@ -68,7 +68,7 @@ release: $(STAMP)
 	$(BIN)/python -m attn_grader.release
 
 grade: $(STAMP) system-packages
-	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(ARGS)
+	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(if $(EXPORT),--export '$(EXPORT)') $(ARGS)
 
 grade-demo: $(STAMP) system-packages
 	$(BIN)/python -m attn_grader.demo --jobs $(JOBS)

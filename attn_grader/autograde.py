@@ -58,7 +58,7 @@ from dataclasses import asdict, dataclass, field
 
 import nbformat
 
-from . import cluster, recheck, record
+from . import classreport, cluster, lms, recheck, record
 from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
 from .result import Result, empty_result
@@ -344,6 +344,8 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                 index = rechecks[s.sid].result()
                 by_func = recheck.compare(tasks, cases, index)
                 verdicts = {f"{t.func_name}_test": by_func[t.func_name] for t in tasks}
+                r.mistakes = {gid: {"name": v.mistake, "message": v.message, **(v.example or {})}
+                              for gid, v in verdicts.items() if not v.passed and v.mistake}
                 if index.get("blocked"):
                     r.flags.append("re-check blocked: " + ", ".join(map(str, index["blocked"]))[:300])
             elif no_catalogue:
@@ -470,16 +472,16 @@ def _journal_kept(root: str) -> dict[str, tuple[str, Result]]:
 
 def run(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
         results_out: str | None = None, verbose: bool = True, db_url: str | None = None,
-        scheduler: str | None = None) -> dict[str, Result]:
+        scheduler: str | None = None, export: list[str] | tuple = ()) -> dict[str, Result]:
     """Grade the course at ``root`` from this process (the one writer) on a Dask cluster: a local one
     of ``jobs`` worker processes, or the one at ``scheduler``; return {"student/assignment": Result}."""
     opts = opts or Options()
     root = os.path.realpath(root)
     with course_lock(root, verbose), scratch_folder(root) as scratch:
-        return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler)
+        return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, list(export))
 
 
-def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler) -> dict[str, Result]:
+def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, export) -> dict[str, Result]:
     start = time.monotonic()
     assignments = find_assignments(root, only)
     notebooks = {a: a + ".ipynb" for a in assignments}
@@ -490,11 +492,12 @@ def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, schedule
                   "(try make grade-demo)", flush=True)
         return {}
     with cluster.connect(max(1, min(jobs, len(subs))), scheduler, verbose) as engine:  # starts meanwhile
-        return _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine, start)
+        return _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine, start,
+                            export)
 
 
 def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine,
-                 start) -> dict[str, Result]:
+                 start, export) -> dict[str, Result]:
     nbgrader_setup()  # after the cluster has started starting: its workers import meanwhile
     master_url = course_db_url(root, db_url)
     master_db = sqlite_path(master_url)
@@ -585,7 +588,12 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
                                                      "results": {k: r.to_dict() for k, r in done.items()}},
                                                     sort_keys=True))
     present = {(s.student, s.assignment) for s in subs}
-    record.merge(root, done, assignments, lambda st, a: (st, a) in present)
+    stored = record.merge(root, done, assignments, lambda st, a: (st, a) in present)
+    seconds = time.monotonic() - start
+    classreport.write(root, stored, {"finished": time.time(), "seconds": round(seconds, 1), "workers": workers,
+                                     "graded": len(done), "sandbox": opts.sandbox})
+    if export:
+        lms.export(root, export, stored)
     # Everything graded is in the course's files now; an interrupted run's results of assignments
     # not graded this time stay in the journal for the run that grades them.
     left = [json.dumps({"digest": d, "result": r.to_dict()})
@@ -595,23 +603,24 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
     else:
         os.unlink(os.path.join(state_dir(root), JOURNAL))
     if verbose:
-        _summary(done, time.monotonic() - start, workers, opts)
+        _summary(done, seconds, workers, opts, export)
     return done
 
 
-def _summary(this_run: dict[str, Result], seconds: float, workers: int, opts: Options) -> None:
+def _summary(this_run: dict[str, Result], seconds: float, workers: int, opts: Options, export=()) -> None:
     rs = list(this_run.values())
     count = {s: sum(r.status == s for r in rs) for s in ("ok", "flagged", "ungradable")}
     full = sum(r.status != "ungradable" and r.total >= r.max_total - 1e-9 for r in rs)
     print(f"graded {len(rs)} submissions in {seconds:.1f} s on {workers} worker(s): {count['ok']} ok, "
           f"{count['flagged']} flagged, {count['ungradable']} ungradable, {full} full marks"
           f"{'' if opts.sandbox else ', WITHOUT the sandbox (--no-sandbox)'}. "
-          f"See {record.CSV_FILE} and {record.REPORT_FILE}.", flush=True)
+          f"See {record.CSV_FILE}, {record.REPORT_FILE} and {classreport.REPORT_FILE}"
+          + "".join(f", {lms.FILES[f]}" for f in export) + ".", flush=True)
 
 
 def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
           results_out: str | None = None, verbose: bool = True, db_url: str | None = None,
-          scheduler: str | None = None) -> dict[str, Result]:
+          scheduler: str | None = None, export: list[str] | tuple = ()) -> dict[str, Result]:
     """Grade the course at ``root`` the way ``make grade`` does (a grader process of its own); return
     {"student/assignment": Result} of this run."""
     opts = opts or Options()
@@ -622,6 +631,7 @@ def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options
         argv += [x for a in (only or []) for x in ("--assignment", a)]
         argv += ["--db-url", db_url] if db_url else []
         argv += ["--scheduler", scheduler] if scheduler else []
+        argv += ["--export", ",".join(export)] if export else []
         argv += [] if verbose else ["--quiet"]
         proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for line in proc.stdout:  # the progress lines, through this process's sys.stdout
@@ -652,12 +662,20 @@ def main(argv: list[str] | None = None) -> int:
                    help="grade without the sandbox where bubblewrap cannot run (every row says so)")
     p.add_argument("--options", help=argparse.SUPPRESS)  # grade(): every Options field as JSON
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--export", default="", help="also write the grades for an LMS: canvas, moodle or canvas,moodle "
+                                                 "(grades_canvas.csv, grades_moodle.csv)")
     p.add_argument("--results", help="also write this run's results (JSON) here")
     p.add_argument("--db-url", help="the course gradebook as an nbgrader db_url, e.g. postgresql://user@host/course "
                                     "(default: sqlite:///<course>/gradebook.db)")
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error("--jobs must be 1 or more")
+    try:
+        export = lms.parse_formats(args.export)
+        if export:
+            lms.read_roster(os.path.realpath(args.course))  # a bad roster is said before the class is graded
+    except lms.ExportError as exc:
+        p.error(f"--export: {exc}")
     root = os.path.realpath(args.course)
     if args.options:
         opts = Options(**json.loads(args.options))
@@ -675,7 +693,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, cluster.on_sigint)
     try:
         run(root, jobs=args.jobs, only=args.assignment, opts=opts, results_out=args.results,
-            verbose=not args.quiet, db_url=args.db_url, scheduler=args.scheduler)
+            verbose=not args.quiet, db_url=args.db_url, scheduler=args.scheduler, export=export)
+    except lms.ExportError as exc:
+        print(f"make grade: the grades are written, the LMS export is not: {exc}", file=sys.stderr)
+        return 2
     except cluster.NoCluster as exc:
         print(f"make grade: {exc}. Start one (README, 'More than one machine') or grade here with JOBS=N.",
               file=sys.stderr)

@@ -2,9 +2,11 @@
 
     python -m attn_grader.demo [--jobs N] [--course DIR] [--assignment PS]
 
-Four students hand in the assignment (default ps04_step_by_step, the worked example):
-``correct`` (the solution's answers), ``partly_wrong`` (one catalogued mistake), ``blank`` (the
-release, unanswered) and ``broken`` (a notebook whose JSON is cut off).  Without ``--course`` the
+Eight students hand in the assignment (default ps04_step_by_step, the worked example):
+``correct`` and ``correct_too`` (the solution's answers), ``partly_wrong``, ``same_slip`` and
+``other_slip`` (catalogued mistakes: the first two make the same one), ``two_slips`` (mistakes in two
+tasks), ``blank`` (the release, unanswered) and ``broken`` (a notebook whose JSON is cut off).
+The class report (``class_report.html``) ranks the mistakes.  Without ``--course`` the
 class is built in _build/grade-demo (solutions/ copied there, replaced on each run) and kept; with
 ``--course`` the submissions are written into that course's submitted/ folder.
 """
@@ -41,9 +43,16 @@ def build(root: str, assignment: str, repo: str) -> None:
     src = nbformat.read(os.path.join(repo, "solutions", assignment, assignment + ".ipynb"), as_version=4)
     release = nbformat.read(os.path.join(repo, "exercises", assignment, assignment + ".ipynb"), as_version=4)
     solution = answers_of(src)
-    task = tasks_of(assignment)[0]
-    wrong = dict(solution, **{f"{task.func_name}_answer": task.mistakes[0].source})
-    for student, nb in (("correct", with_answers(release, solution)), ("partly_wrong", with_answers(release, wrong)),
+    tasks = tasks_of(assignment)
+    first, last = tasks[0], tasks[-1]
+
+    def wrong(*slips):
+        return with_answers(release, dict(solution, **{f"{t.func_name}_answer": t.mistakes[k % len(t.mistakes)].source
+                                                       for t, k in slips}))
+
+    for student, nb in (("correct", with_answers(release, solution)), ("correct_too", with_answers(release, solution)),
+                        ("partly_wrong", wrong((first, 0))), ("same_slip", wrong((first, 0))),
+                        ("other_slip", wrong((first, 1))), ("two_slips", wrong((first, 0), (last, 0))),
                         ("blank", release)):
         d = os.path.join(root, "submitted", student, assignment)
         os.makedirs(d, exist_ok=True)
@@ -77,6 +86,7 @@ def main(argv=None) -> int:
     with open(os.path.join(root, "grades.csv")) as f:
         print(f.read())
     print(f"Read them: {os.path.join(root, 'grades.csv')}, {os.path.join(root, 'grading_report.md')}, "
+          f"{os.path.join(root, 'class_report.html')} (open it in a browser), "
           f"feedback HTML under {os.path.join(root, 'feedback')}/")
     return 0
 

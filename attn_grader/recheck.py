@@ -44,10 +44,34 @@ MAX_OUTPUT = 64 << 20  # bytes of one output array
 
 @dataclass
 class Recheck:
-    """The verdict of the re-check for one task: passed, and if not, why (naming the mistake where known)."""
+    """The verdict of the re-check for one task: passed, and if not, why (naming the mistake where known).
+
+    ``mistake``: the catalogued mistake's name, or ``unrecognised`` (a wrong output no catalogued mistake
+    reproduces), ``error`` (the answer raised) or ``unfinished``; ``example``: the first wrong output
+    and the expected one, in brief (numbers only: nothing that names the student).
+    """
 
     passed: bool
     reason: str = ""
+    mistake: str = ""
+    message: str = ""
+    example: dict | None = None
+
+
+def brief(value, limit: int = 240) -> str:
+    """A short text of an output (an array, a tuple of arrays, anything else) for a report."""
+    if isinstance(value, tuple | list) and not isinstance(value, np.ndarray):
+        return ("(" + ", ".join(brief(v, limit // max(len(value), 1)) for v in value[:4]) +
+                (", …" if len(value) > 4 else "") + ")")[:limit]
+    try:
+        arr = np.asarray(value)
+        if arr.dtype.kind in "biuf":
+            text = np.array2string(arr, precision=3, threshold=12, edgeitems=2, separator=", ",
+                                   suppress_small=True, max_line_width=10_000)
+            return (f"shape {arr.shape}: " if arr.ndim else "") + " ".join(text.split())[:limit]
+    except Exception:  # noqa: BLE001 - a student's object that is not an array
+        pass
+    return f"a {type(value).__name__}"[:limit]
 
 
 def cases_for(task: Task, secret: bytes) -> list[tuple]:
@@ -179,23 +203,31 @@ def compare(tasks: list[Task], cases: dict[str, list], index: dict) -> dict[str,
             verdicts[task.func_name] = Recheck(False, why)
             continue
         if "error" in entry:
-            verdicts[task.func_name] = Recheck(False, str(entry["error"])[:200])
+            why = str(entry["error"])[:200]
+            verdicts[task.func_name] = Recheck(False, why, "error", why)
             continue
         results = entry["results"]
         task_cases = cases[task.func_name]
         verdict = Recheck(True)
         if len(results) != len(task_cases):
-            verdict = Recheck(False, "the re-check did not finish every case")
+            why = "the re-check did not finish every case"
+            verdict = Recheck(False, why, "unfinished", why)
         for args, res in zip(task_cases, results, strict=False):
             if "error" in res:
-                verdict = Recheck(False, f"{task.func_name} raised {res['error']}")
+                why = f"{task.func_name} raised {res['error']}"
+                verdict = Recheck(False, why, "error", why)
                 break
             got = res["value"]
             expected = to_numpy(task.reference(*copy.deepcopy(args)))
             problem = describe_difference(got, expected, task.rtol, task.atol)
             if problem:
                 mistake = diagnose(task, got, args)
-                verdict = Recheck(False, f"[{mistake.name}] {mistake.message}" if mistake else problem)
+                example = {"got": brief(got), "expected": brief(expected)}
+                if mistake:
+                    verdict = Recheck(False, f"[{mistake.name}] {mistake.message}", mistake.name,
+                                      mistake.message, example)
+                else:
+                    verdict = Recheck(False, problem, "unrecognised", problem, example)
                 break
         verdicts[task.func_name] = verdict
     return verdicts

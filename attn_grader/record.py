@@ -165,12 +165,12 @@ def load_results(root: str) -> dict[str, Result]:
     return out
 
 
-def merge(root: str, this_run: dict[str, Result], graded_assignments: list[str], still_submitted) -> None:
+def merge(root: str, this_run: dict[str, Result], graded_assignments: list[str], still_submitted) -> dict[str, Result]:
     """grading_results.json, grades.csv and the report, from the stored results and this run's
     (whose feedback :func:`put_feedback` wrote as each arrived).
 
     ``still_submitted(student, assignment)``: whether the submission is still there (one that is gone
-    loses its row when its assignment was graded).
+    loses its row when its assignment was graded).  Returns every stored result.
     """
     results = load_results(root)
     for key in list(results):
@@ -182,3 +182,4 @@ def merge(root: str, this_run: dict[str, Result], graded_assignments: list[str],
     write_atomic(os.path.join(root, RESULTS_FILE),
                  json.dumps({k: r.to_dict() for k, r in results.items()}, sort_keys=True, indent=1))
     write_outputs(root, results)
+    return results

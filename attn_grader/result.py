@@ -14,6 +14,9 @@ class Result:
     max: dict[str, float] = field(default_factory=dict)  # grade id -> points
     scores: dict[str, float] = field(default_factory=dict)  # grade id -> final points
     task_notes: dict[str, str] = field(default_factory=dict)  # grade id -> why it lost points
+    # grade id -> the re-check's finding: {"name": a catalogued mistake or unrecognised/error/unfinished,
+    # "message", "got", "expected"} (for the class report)
+    mistakes: dict[str, dict] = field(default_factory=dict)
     total: float = 0.0
     max_total: float = 0.0
     status: str = "ok"  # ok | flagged | ungradable

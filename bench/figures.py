@@ -307,15 +307,28 @@ def _bare_execute(paths: list[str]) -> list[float]:
     return times
 
 
-def _autograde(course: str, jobs: int) -> tuple[float, str | None]:
-    """Wall seconds of ``python -m attn_grader.autograde --jobs N`` (what ``make grade`` runs)."""
-    t0 = time.perf_counter()
+def _busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy since boot (Linux /proc/stat; 0 elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:8]]
+    except (OSError, ValueError):
+        return 0.0
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
+
+
+def _autograde(course: str, jobs: int) -> tuple[float, float, str | None]:
+    """Wall seconds of ``python -m attn_grader.autograde --jobs N`` (what ``make grade`` runs), and the
+    cores the machine kept busy meanwhile (everything on it, the grader's processes most)."""
+    t0, b0 = time.perf_counter(), _busy_seconds()
     proc = subprocess.run([sys.executable, "-m", "attn_grader.autograde", "--course", course,
                            "--jobs", str(jobs)], cwd=REPO, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    cores = (_busy_seconds() - b0) / wall
     if proc.returncode != 0:
-        return wall, f"autograde --jobs {jobs} exited with {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"
-    return wall, None
+        return wall, cores, (f"autograde --jobs {jobs} exited with {proc.returncode}: "
+                             f"{proc.stderr.strip().splitlines()[-1:]}")
+    return wall, cores, None
 
 
 def fig_grading(quick: bool) -> list[Row]:
@@ -345,14 +358,16 @@ def fig_grading(quick: bool) -> list[Row]:
         subs = sorted(glob.glob(os.path.join(template, "submitted", "*", "*", "*.ipynb")))
         bare = _bare_execute(subs[: len(subs) // 2])
         wall: dict[int, list[float]] = {1: [], 2: []}
+        busy: dict[int, list[float]] = {1: [], 2: []}
         csvs: dict[int, list] = {}
         for i, jobs in enumerate(order):
             course = os.path.join(tmp, f"run{i}_jobs{jobs}")
             shutil.copytree(template, course)
-            seconds, error = _autograde(course, jobs)
+            seconds, cores, error = _autograde(course, jobs)
             if error:
                 return [skipped(figure, error)]
             wall[jobs].append(seconds)
+            busy[jobs].append(cores)
             with open(os.path.join(course, "grades.csv")) as f:
                 rows = list(csv.reader(f))
             if csvs.setdefault(jobs, rows) != rows:
@@ -373,7 +388,10 @@ def fig_grading(quick: bool) -> list[Row]:
             f"gradebook) vs {np.mean(bare):.2f} s bare (each of the {len(bare)} notebooks once){runs}"),
         Row(figure, "speed-up, JOBS=1 ÷ JOBS=2, same class", ratio(r_jobs), "≥ 1.8× and identical grades.csv",
             r_jobs >= 1.8 and same, f"{w1:.1f} s vs {w2:.1f} s; grades.csv "
-            f"{'identical' if same else 'DIFFERENT'} ({len(csvs[1]) - 1} rows){runs}"),
+            f"{'identical' if same else 'DIFFERENT'} ({len(csvs[1]) - 1} rows){runs}; cores busy: "
+            f"{np.mean(busy[1]):.2f} with 1 worker, {np.mean(busy[2]):.2f} with 2, of {os.cpu_count()} "
+            "(one worker already keeps more than one core busy: its next kernel starts while a notebook "
+            "runs and its re-checks run beside nbgrader, so 2 workers gain at most cores ÷ that)"),
     ]
 
 

@@ -1,0 +1,281 @@
+"""``class_report.html``: what the class got wrong, one page per course, for the instructor.
+
+Written by the one writer at the end of ``make grade`` (:func:`write`), from every stored result
+(``grading_results.json``), so a run that graded one assignment leaves the others' sections as
+they were.  Per assignment:
+
+* a histogram of the totals, and per task the share of full, partial and zero scores (figures drawn
+  with matplotlib, embedded as PNG, each with alt text that says what it shows; the numbers are also
+  in a table beside it);
+* per task, the re-check's findings ranked by how many students they concern: each catalogued
+  mistake with its message and one example of a wrong output against the expected one (numbers
+  only: the example does not say whose it is), then wrong outputs no catalogued mistake reproduces,
+  answers that raised, and tasks whose notebook test failed while the re-check passed;
+* the flagged and the ungradable submissions with their reasons;
+* when the last run graded, how long it took and on how many workers.
+
+The page is self-contained and works offline: inline CSS, images as ``data:`` URIs, no script.
+Every string that came from a student (a folder name, an exception message) is escaped.
+
+    python -m attn_grader.classreport [--course DIR]   # the report again from grading_results.json
+    python -m attn_grader.classreport --course _build/grade-demo --screenshot book/_static/class_report.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import io
+import json
+import os
+import time
+from collections import Counter
+
+from .result import Result
+from .safeio import write_atomic
+
+REPORT_FILE = "class_report.html"
+RUN_FILE = "last_run.json"  # in .grader/: when the last run graded, for how long, on how many workers
+
+# Okabe & Ito's colour-blind-safe palette (https://jfly.uni-koeln.de/color/): full, partial, zero.
+COLOURS = {"full": "#009E73", "partial": "#E69F00", "zero": "#D55E00"}
+OTHER = {"unrecognised": "a wrong output no catalogued mistake reproduces",
+         "error": "the answer raised an error", "unfinished": "the re-check did not finish every case",
+         "notebook": "the notebook's test failed while the re-check passed"}
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def _png(fig) -> str:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _histogram(totals: list[float], max_total: float, assignment: str) -> tuple[str, str]:
+    """(PNG data URI, alt text) of the totals' histogram: one bar per whole point when it is small."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.0, 2.6))
+    ax = fig.add_subplot()
+    whole = float(max_total).is_integer() and max_total <= 40
+    edges = [x - 0.5 for x in range(int(max_total) + 2)] if whole else 10
+    ax.hist(totals, bins=edges, range=(0, max_total) if not whole else None,
+                           color="#0072B2", edgecolor="white")
+    ax.set_xlabel(f"total points (of {_fmt(max_total)})")
+    ax.set_ylabel("students")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    by_score = Counter(totals)
+    parts = [f"{n} scored {_fmt(s)}" for s, n in sorted(by_score.items(), reverse=True)]
+    alt = (f"Histogram of the {len(totals)} graded totals of {assignment} (out of {_fmt(max_total)}): "
+           + "; ".join(parts) + ".")
+    return _png(fig), alt
+
+
+def _shares(rows: list[tuple[str, int, int, int]], assignment: str) -> tuple[str, str]:
+    """(PNG, alt) of one horizontal bar per task split into full, partial and zero shares."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.0, 0.5 + 0.42 * len(rows)))
+    ax = fig.add_subplot()
+    names = [r[0] for r in rows][::-1]
+    left = [0.0] * len(rows)
+    for k, key in enumerate(("full", "partial", "zero")):
+        vals = [(r[1 + k] / max(sum(r[1:]), 1)) for r in rows][::-1]
+        ax.barh(names, vals, left=left, color=COLOURS[key], label=key, edgecolor="white",
+                hatch=("", "//", "..")[k])
+        left = [a + b for a, b in zip(left, vals, strict=True)]
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the graded submissions")
+    ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    alt = (f"Per task of {assignment}, the share of full, partial and zero scores: "
+           + "; ".join(f"{r[0]}: {r[1]} full, {r[2]} partial, {r[3]} zero" for r in rows) + ".")
+    return _png(fig), alt
+
+
+def findings(results: list[Result], gid: str) -> list[dict]:
+    """What went wrong in task ``gid``, ranked: [{"name", "message", "count", "students", "example"}],
+    most students first, then by name; each submission counted once per task."""
+    found: dict[str, dict] = {}
+    for r in results:
+        if r.status == "ungradable" or gid not in r.tasks:
+            continue
+        m = r.mistakes.get(gid)
+        if m:
+            name, message = m.get("name", "unrecognised"), m.get("message", "")
+        elif r.scores.get(gid, 0.0) < r.max.get(gid, 0.0) - 1e-9:
+            name, message = "notebook", OTHER["notebook"]
+        else:
+            continue
+        entry = found.setdefault(name, {"name": name, "message": message, "count": 0, "students": [],
+                                        "example": None})
+        entry["count"] += 1
+        entry["students"].append(r.student)
+        if entry["example"] is None and m and m.get("got") is not None:
+            entry["example"] = {"got": m.get("got", ""), "expected": m.get("expected", "")}
+    catalogued = sorted((e for e in found.values() if e["name"] not in OTHER), key=lambda e: (-e["count"], e["name"]))
+    others = [found[k] for k in OTHER if k in found]
+    return catalogued + others
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _section(assignment: str, results: list[Result]) -> str:
+    graded = [r for r in results if r.status != "ungradable"]
+    out = [f'<section aria-labelledby="h-{_e(assignment)}"><h2 id="h-{_e(assignment)}">{_e(assignment)}</h2>']
+    n_flag = sum(r.status == "flagged" for r in results)
+    n_bad = len(results) - len(graded)
+    tasks = next((r.tasks for r in results if r.tasks), [])
+    max_total = max((r.max_total for r in results), default=0.0)
+    totals = [r.total for r in graded]
+    summary = f"{len(results)} submissions: {len(graded)} graded ({n_flag} of them flagged), {n_bad} ungradable."
+    if totals:
+        mean = sum(totals) / len(totals)
+        full = sum(t >= max_total - 1e-9 for t in totals)
+        summary += f" Mean total {mean:.2f} of {_fmt(max_total)}; {full} full marks."
+    out.append(f"<p>{_e(summary)}</p>")
+    if totals and max_total > 0:
+        src, alt = _histogram(totals, max_total, assignment)
+        out.append(f'<figure><img src="{src}" alt="{_e(alt)}"><figcaption>Totals of the graded submissions.'
+                   "</figcaption></figure>")
+    rows = []
+    for gid in tasks:
+        mx = max((r.max.get(gid, 0.0) for r in graded), default=0.0)
+        scores = [r.scores.get(gid, 0.0) for r in graded if gid in r.tasks]
+        full = sum(s >= mx - 1e-9 for s in scores)
+        zero = sum(s <= 1e-9 for s in scores) if mx > 0 else 0
+        rows.append((gid, full, len(scores) - full - zero, zero))
+    if rows and graded:
+        src, alt = _shares(rows, assignment)
+        out.append(f'<figure><img src="{src}" alt="{_e(alt)}"><figcaption>Per task: full, partial and zero '
+                   "scores.</figcaption></figure>")
+        out.append('<table><caption>Scores per task</caption><thead><tr><th scope="col">task</th>'
+                   '<th scope="col">full</th><th scope="col">partial</th><th scope="col">zero</th></tr></thead><tbody>')
+        out += [f"<tr><th scope=\"row\">{_e(g)}</th><td>{f}</td><td>{p}</td><td>{z}</td></tr>" for g, f, p, z in rows]
+        out.append("</tbody></table>")
+    out.append("<h3>What went wrong, per task</h3>")
+    any_finding = False
+    for gid in tasks:
+        ranked = findings(results, gid)
+        if not ranked:
+            continue
+        any_finding = True
+        out.append(f'<table class="findings"><caption>{_e(gid)}</caption><thead><tr><th scope="col">students</th>'
+                   '<th scope="col">mistake</th><th scope="col">what it does</th>'
+                   '<th scope="col">one example (numbers only)</th></tr></thead><tbody>')
+        for f in ranked:
+            name = f["name"] if f["name"] not in OTHER else f["name"] + " (not catalogued)"
+            ex = f["example"]
+            example = (f'output: <code>{_e(ex["got"])}</code><br>expected: <code>{_e(ex["expected"])}</code>'
+                       if ex else "")
+            out.append(f'<tr><td class="n">{f["count"]}</td><td><code>{_e(name)}</code></td>'
+                       f'<td>{_e(f["message"])}</td><td class="ex">{example}</td></tr>')
+        out.append("</tbody></table>")
+    if not any_finding:
+        out.append("<p>No task lost points.</p>")
+    odd = [r for r in results if r.status in ("flagged", "ungradable")]
+    if odd:
+        out.append('<h3>Flagged and ungradable submissions</h3><table><thead><tr><th scope="col">student</th>'
+                   '<th scope="col">status</th><th scope="col">reasons</th></tr></thead><tbody>')
+        for r in sorted(odd, key=lambda r: (r.status, r.student)):
+            why = "; ".join([*r.reason, *r.flags]) or "-"
+            out.append(f"<tr><td>{_e(r.student)}</td><td>{_e(r.status)}</td><td>{_e(why[:600])}</td></tr>")
+        out.append("</tbody></table>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+CSS = """
+body { font: 16px/1.5 system-ui, sans-serif; max-width: 62rem; margin: 2rem auto; padding: 0 1rem; color: #1a1a1a; }
+h1 { font-size: 1.6rem; } h2 { border-top: 2px solid #ccc; padding-top: 1rem; margin-top: 2rem; }
+table { border-collapse: collapse; margin: 0.6rem 0 1.2rem; width: 100%; }
+caption { text-align: left; font-weight: 600; padding: 0.3rem 0; }
+th, td { border: 1px solid #bbb; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
+td.n { text-align: right; width: 5rem; } td.ex code { font-size: 0.85rem; }
+table.findings td:nth-child(2) { min-width: 11rem; } table.findings td:nth-child(4) { width: 40%; }
+code { font-family: ui-monospace, monospace; overflow-wrap: anywhere; }
+img { max-width: 100%; height: auto; } figure { margin: 0.5rem 0; } figcaption { color: #444; }
+"""
+
+
+def render(results: dict[str, Result], run: dict | None = None) -> str:
+    """The page's HTML from ``{"student/assignment": Result}`` and the last run's facts."""
+    by_a: dict[str, list[Result]] = {}
+    for key in sorted(results):
+        by_a.setdefault(results[key].assignment, []).append(results[key])
+    head = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Class report</title>"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{CSS}</style></head>"
+            "<body><main><h1>Class report</h1>")
+    parts = [head]
+    if run:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.get("finished", 0)))
+        parts.append(f"<p>The last run ({_e(when)}) graded {int(run.get('graded', 0))} submissions in "
+                     f"{float(run.get('seconds', 0)):.1f} s on {int(run.get('workers', 0))} worker(s)"
+                     f"{'' if run.get('sandbox', True) else ', without the sandbox'}.</p>")
+    parts.append(f"<p>{len(results)} submissions of {len(by_a)} assignment(s). Per-student details: "
+                 "<code>grading_report.md</code> and <code>feedback/</code>.</p>")
+    if not by_a:
+        parts.append("<p>Nothing graded yet.</p>")
+    parts += [_section(a, rs) for a, rs in sorted(by_a.items())]
+    parts.append("</main></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write(root: str, results: dict[str, Result], run: dict | None = None) -> str:
+    """Write ``class_report.html`` (and, given ``run``, remember it for the next report)."""
+    from .secret import state_dir
+
+    run_path = os.path.join(state_dir(root), RUN_FILE)
+    if run is not None:
+        write_atomic(run_path, json.dumps(run), 0o600)
+    else:
+        try:
+            with open(run_path, encoding="utf-8") as f:
+                run = json.load(f)
+        except (OSError, ValueError):
+            run = None
+    path = os.path.join(root, REPORT_FILE)
+    write_atomic(path, render(results, run if isinstance(run, dict) else None))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .record import load_results
+
+    p = argparse.ArgumentParser(description="write class_report.html from the stored results")
+    p.add_argument("--course", default=".")
+    p.add_argument("--screenshot", help="also save the top of the page as this PNG (Chromium, as the book's "
+                                        "page for instructors shows it)")
+    args = p.parse_args(argv)
+    root = os.path.realpath(args.course)
+    path = write(root, load_results(root))
+    print(path)
+    if args.screenshot:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                               "--disable-component-update", "--disable-sync", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 960, "height": 1480})
+            page.goto("file://" + path)
+            page.screenshot(path=args.screenshot)
+            browser.close()
+        print(args.screenshot)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

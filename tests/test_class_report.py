@@ -1,0 +1,249 @@
+"""The class report (class_report.html) and the LMS exports (grades_canvas.csv, grades_moodle.csv).
+
+A class made from the catalogue is graded once (the real path, sandbox and all, with
+``--export canvas,moodle``): three students make the first task's first catalogued mistake, one its
+second, two the last task's first, two answer right, one hands in a notebook cut in half
+(ungradable) and one patches numpy's comparisons (flagged).  Then:
+
+* the report ranks the mistakes by how many made them, counts every submission once, and lists the
+  ungradable and the flagged submission with their reasons;
+* the page, opened offline in Chromium, loads every image, logs no error, and axe-core finds no
+  serious or critical accessibility violation;
+* the Canvas and Moodle files have the layouts those systems document, and read back they give the
+  numbers of grades.csv.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+
+from attn_grader import classreport, lms
+from attn_grader.autograde import Options, grade
+from attn_grader.core import tasks_of
+from attn_grader.demo import answers_of, with_answers
+from attn_grader.result import Result
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+A = "ps04_step_by_step"
+ATTACKS = os.path.join(REPO, "tests", "attacks")
+OPTS = Options(cell_timeout=60, budget=300, recheck_seconds=120, call_seconds=30)
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("class_report")]
+
+TASKS = tasks_of(A)
+FIRST, LAST = TASKS[0], TASKS[-1]
+CLASS = {  # student -> (task, mistake index) slips; None: right answers
+    "s01": [(FIRST, 0)], "s02": [(FIRST, 0)], "s03": [(FIRST, 0)], "s04": [(FIRST, 1)],
+    "s05": [(LAST, 0)], "s06": [(LAST, 0)], "s07": None, "s08": None,
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("class_report"))
+    shutil.copytree(os.path.join(REPO, "solutions", A), os.path.join(root, "solutions", A))
+    src = nbformat.read(os.path.join(REPO, "solutions", A, A + ".ipynb"), as_version=4)
+    rel = nbformat.read(os.path.join(REPO, "exercises", A, A + ".ipynb"), as_version=4)
+    right = answers_of(src)
+    for student, slips in CLASS.items():
+        answers = dict(right, **{f"{t.func_name}_answer": t.mistakes[k].source for t, k in slips or []})
+        d = os.path.join(root, "submitted", student, A)
+        os.makedirs(d)
+        nbformat.write(with_answers(rel, answers), os.path.join(d, A + ".ipynb"))
+    d = os.path.join(root, "submitted", "s09_broken", A)
+    os.makedirs(d)
+    text = nbformat.writes(with_answers(rel, right))
+    Path(d, A + ".ipynb").write_text(text[: len(text) // 2])
+    d = os.path.join(root, "submitted", "s10_flagged", A)
+    shutil.copytree(os.path.join(ATTACKS, "a01_patch_comparison"), d)
+    # Two students known to the LMS by other identifiers; the others by their folder names.
+    Path(root, lms.ROSTER_FILE).write_text("student,name,canvas_id,sis_login_id,section,username,email\n"
+                                           "s01,\"Doe, Ann\",101,ann.doe,Sec 1,adoe,ann@example.edu\n"
+                                           "s02,=HYPERLINK(1),,,Sec 2,bee,bee@example.edu\n")
+    results = grade(root, jobs=2, opts=OPTS, verbose=False, export=["canvas", "moodle"])
+    html = Path(root, classreport.REPORT_FILE).read_text()
+    with open(os.path.join(root, "grades.csv"), newline="") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    return {"root": root, "results": results, "html": html, "soup": BeautifulSoup(html, "html.parser"), "rows": rows}
+
+
+def _table(soup, caption: str) -> list[list[str]]:
+    cap = next(c for c in soup.find_all("caption") if c.get_text(strip=True) == caption)
+    return [[td.get_text(" ", strip=True) for td in tr.find_all(["td", "th"])]
+            for tr in cap.parent.tbody.find_all("tr")]
+
+
+def test_every_submission_is_graded_as_expected(graded):
+    rows = graded["rows"]
+    assert len(rows) == 10
+    assert rows["s09_broken"]["status"] == "ungradable" and rows["s10_flagged"]["status"] == "flagged"
+    assert rows["s07"]["total"] == rows["s07"]["max"] == "10"
+
+
+def test_mistakes_ranked_by_how_many_made_them(graded):
+    soup = graded["soup"]
+    first = _table(soup, f"{FIRST.func_name}_test")
+    assert [(r[0], r[1]) for r in first] == [("3", FIRST.mistakes[0].name), ("1", FIRST.mistakes[1].name)]
+    assert first[0][2] == FIRST.mistakes[0].message
+    assert "output:" in first[0][3] and "expected:" in first[0][3]  # one example, numbers only
+    assert not any(s in first[0][3] for s in CLASS)
+    last = _table(soup, f"{LAST.func_name}_test")
+    assert [(r[0], r[1]) for r in last] == [("2", LAST.mistakes[0].name)]
+
+
+def test_every_submission_counted_once(graded):
+    soup = graded["soup"]
+    summary = soup.find("section").find("p").get_text()
+    assert summary.startswith("10 submissions: 9 graded (1 of them flagged), 1 ungradable.")
+    per_task = _table(soup, "Scores per task")
+    assert [r[0] for r in per_task] == [f"{t.func_name}_test" for t in TASKS]
+    for _, full, partial, zero in per_task:
+        assert int(full) + int(partial) + int(zero) == 9
+    graded_rows = [r for r in graded["rows"].values() if r["status"] != "ungradable"]
+    for k, t in enumerate(TASKS):
+        col = f"{t.func_name}_test"
+        full = sum(float(r[col]) == float(max(float(x[col]) for x in graded_rows)) for r in graded_rows)
+        assert int(per_task[k][1]) == full
+    for caption in (f"{t.func_name}_test" for t in TASKS):
+        cap = [c for c in soup.find_all("caption") if c.get_text(strip=True) == caption]
+        if cap:  # a student is in at most one row of a task's table
+            counts = sum(int(r[0]) for r in _table(soup, caption))
+            lost = sum(float(r[caption]) < float(graded["rows"]["s07"][caption]) for r in graded_rows)
+            assert counts == lost
+
+
+def test_flagged_and_ungradable_listed_with_reasons(graded):
+    soup = graded["soup"]
+    head = next(h for h in soup.find_all("h3") if h.get_text() == "Flagged and ungradable submissions")
+    rows = [[td.get_text(" ", strip=True) for td in tr.find_all("td")] for tr in head.find_next("table").tbody("tr")]
+    assert [(r[0], r[1]) for r in rows] == [("s10_flagged", "flagged"), ("s09_broken", "ungradable")]
+    assert "NotJSONError" in rows[1][2] and rows[0][2] != "-"
+
+
+def test_figures_have_alt_text_that_says_what_they_show(graded):
+    imgs = graded["soup"].find_all("img")
+    assert len(imgs) == 2 and all(i["src"].startswith("data:image/png;base64,") for i in imgs)
+    assert "9 graded totals" in imgs[0]["alt"] and "2 scored 10" in imgs[0]["alt"]
+    assert all(f"{t.func_name}_test:" in imgs[1]["alt"] for t in TASKS)
+
+
+def test_the_page_in_chromium_offline_images_console_and_axe(graded):
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"no chromium at {CHROMIUM} (make system-packages installs it)")
+    from axe_playwright_python.sync_playwright import Axe
+    from playwright.sync_api import sync_playwright
+
+    external, errors = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page()
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:"))
+                   else (external.append(r.request.url), r.abort()))
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(Path(graded["root"], classreport.REPORT_FILE).as_uri())
+        broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0).length")
+        n_images = page.evaluate("document.images.length")
+        axe = Axe().run(page)
+        browser.close()
+    assert external == [] and errors == []
+    assert n_images == 2 and broken == 0
+    bad = [v for v in axe.response["violations"] if v.get("impact") in ("serious", "critical")]
+    assert bad == [], [(v["id"], v["help"]) for v in bad]
+
+
+def _read(path) -> list[list[str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def test_canvas_file_has_canvas_columns_and_gives_back_grades_csv(graded):
+    root, rows = graded["root"], graded["rows"]
+    table = _read(os.path.join(root, lms.FILES["canvas"]))
+    header, points, body = table[0], table[1], table[2:]
+    assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] and header[5:] == [A]
+    assert points[0] == "Points Possible" and float(points[5]) == 10
+    assert len(body) == len(rows)
+    by_login = {r[3]: r for r in body}
+    assert by_login["ann.doe"][:5] == ["Doe, Ann", "101", "", "ann.doe", "Sec 1"]
+    assert by_login["s02"][0] == "'=HYPERLINK(1)"  # no formula reaches a spreadsheet
+    back = {}
+    for r in body:
+        student = {"ann.doe": "s01"}.get(r[3], r[3])
+        back[student] = r[5]
+    assert set(back) == set(rows)
+    for student, row in rows.items():
+        assert back[student] == row["total"]  # the same text: "" for the ungradable one
+        if row["total"]:
+            assert float(back[student]) == float(row["total"])
+
+
+def test_moodle_file_has_a_user_column_and_gives_back_grades_csv(graded):
+    root, rows = graded["root"], graded["rows"]
+    table = _read(os.path.join(root, lms.FILES["moodle"]))
+    header, body = table[0], table[1:]
+    assert header == ["username", "email", A]  # username and email: fields Moodle maps a user from
+    by_user = {r[0]: r for r in body}
+    assert by_user["adoe"][1] == "ann@example.edu" and by_user["bee"][1] == "bee@example.edu"
+    assert by_user["s05"][1] == ""
+    back = {{"adoe": "s01", "bee": "s02"}.get(u, u): r[2] for u, r in by_user.items()}
+    assert set(back) == set(rows)
+    for student, row in rows.items():
+        assert back[student] == row["total"]
+        assert back[student] == "" or float(back[student]) >= 0  # a number or no grade
+
+
+def test_a_bad_roster_or_format_is_refused_before_grading(tmp_path):
+    Path(tmp_path, lms.ROSTER_FILE).write_text("name,email\nAnn,a@x\n")
+    for export, needle in (("canvas", "no 'student' column"), ("blackboard", "unknown export format")):
+        proc = subprocess.run([sys.executable, "-m", "attn_grader.autograde", "--course", str(tmp_path),
+                               "--export", export], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+    assert not Path(tmp_path, "grades.csv").exists()
+
+
+def test_export_again_without_grading(graded, tmp_path):
+    root = graded["root"]
+    before = Path(root, lms.FILES["canvas"]).read_text()
+    os.remove(os.path.join(root, lms.FILES["canvas"]))
+    proc = subprocess.run([sys.executable, "-m", "attn_grader.lms", "canvas", "--course", root], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and Path(root, lms.FILES["canvas"]).read_text() == before
+
+
+def test_findings_rank_ties_by_name_and_count_a_student_once():
+    def r(student, status="ok", mistake=None, score=0.0):
+        res = Result(student, A, tasks=["t"], max={"t": 2.0}, scores={"t": score}, status=status, max_total=2.0)
+        if mistake:
+            res.mistakes = {"t": {"name": mistake, "message": mistake + "!", "got": "1", "expected": "2"}}
+        return res
+
+    results = [r("a", mistake="beta"), r("b", mistake="alpha"), r("c", mistake="beta"), r("d", mistake="alpha"),
+               r("e", mistake="error"), r("f", mistake="gamma"), r("g", score=1.0), r("h", score=2.0),
+               r("i", status="ungradable", mistake="beta")]
+    ranked = classreport.findings(results, "t")
+    assert [(f["name"], f["count"]) for f in ranked] == [("alpha", 2), ("beta", 2), ("gamma", 1), ("error", 1),
+                                                          ("notebook", 1)]
+    assert sum(f["count"] for f in ranked) == 7  # every graded submission that lost points, once
+    assert ranked[0]["example"] == {"got": "1", "expected": "2"}
+
+
+def test_report_escapes_what_students_wrote():
+    bad = "<img src=x onerror=alert(1)>"
+    res = Result(bad, A, tasks=["t"], max={"t": 2.0}, scores={}, status="ungradable", max_total=2.0,
+                 reason=[bad])
+    page = classreport.render({f"{bad}/{A}": res}, {"finished": 0, "seconds": 1, "workers": 1, "graded": 1})
+    assert bad not in page and "&lt;img src=x" in page
+    assert "<script" not in page.lower()
+    json.dumps(res.to_dict())  # the new field is stored as JSON
