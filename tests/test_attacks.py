@@ -31,7 +31,8 @@ A = "ps04_step_by_step"
 VENV = sys.prefix
 OPTS = Options(cell_timeout=15, budget=120, recheck_seconds=60, call_seconds=5, memory=3 << 30)
 HONEST = os.path.join(ATTACKS, "a00_honest_prints_warns", A + ".ipynb")
-OUTPUTS = ("grades.csv", "gradebook.db", "grading_results.json", "grading_report.md", "feedback", ".grader")
+OUTPUTS = ("grades.csv", "gradebook.db", "grading_results.json", "grading_report.md", "class_report.html", "feedback",
+           ".grader")
 HOSTILE_NAMES = ["*", ".x", "a[1]", "new\nline", "=2+3", "<img src=x onerror=alert(1)>"]
 BLANK = os.path.join(REPO, "exercises", A, A + ".ipynb")
 
@@ -188,6 +189,8 @@ def test_hostile_folder_names_cost_nobody_a_grade(graded):
     assert float(rows["zz_blank_last"]["total"]) == 0
     report = open(os.path.join(graded["root"], "grading_report.md")).read()
     assert "<img" not in report and "&lt;img src=x onerror=alert(1)&gt;" in report
+    page = open(os.path.join(graded["root"], "class_report.html")).read()
+    assert "<img src=x" not in page and "<script" not in page.lower()  # no student text unescaped there either
     assert os.path.isfile(os.path.join(graded["root"], "feedback", "new\nline", A, A + ".html"))
 
 

@@ -121,7 +121,8 @@ def test_a_submission_that_kills_every_worker_ends_as_a_row_that_says_why(tmp_pa
     rows = _rows(_csv(root))
     poison = rows.pop("poison")
     assert poison["status"] == "ungradable" and "died every time" in poison["reason"], poison
-    assert rows == _rows(reference)
+    expected = _rows(reference)
+    assert rows == expected, {k: rows.get(k) for k in set(rows) | set(expected) if rows.get(k) != expected.get(k)}
 
 
 def test_interrupted_then_run_again_grades_only_what_is_missing(tmp_path, reference):
