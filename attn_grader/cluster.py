@@ -160,6 +160,8 @@ class Engine:
                       f"{client.dashboard_link}" + ("" if n else "; waiting for workers to join"), flush=True)
             return client
         self._stack.enter_context(dask.config.set({"distributed.scheduler.allowed-failures": 2,
+                                                   # one task at a time per single-threaded worker
+                                                   "distributed.scheduler.worker-saturation": 1.0,
                                                    "distributed.admin.system-monitor.gil.enabled": False}))
         cluster = self._stack.enter_context(LocalCluster(
             n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
@@ -202,6 +204,9 @@ def connect(jobs: int, scheduler: str | None, verbose: bool = True):
         engine.close()
 
 
+SINGLE_TRIES = 3  # a submission alone whose worker died, before its row says "died every time"
+
+
 def grade_all(client, course, items: list, opts, report, make_failed, ran=None,
               stall_seconds: float = 0) -> None:
     """Grade ``items`` on the cluster; ``report(result)`` as each arrives (in this process), ``ran``
@@ -223,10 +228,14 @@ def grade_all(client, course, items: list, opts, report, make_failed, ran=None,
     client.subscribe_topic(topic, on_event)
     pending: dict = {}
 
+    tries: dict[int, int] = {}  # a single submission's tries so far (by the item's id)
+
     def submit(batch):
         fut = client.submit(grade_batch, course, batch, opts, topic, pure=False,
                             key=f"grade-{batch[0][0].assignment}-{uuid.uuid4().hex[:12]}")
         pending[fut] = batch
+        if len(batch) == 1:
+            tries[id(batch[0])] = tries.get(id(batch[0]), 0) + 1
 
     for batch in batches(items, course.assignments, workers):
         submit(batch)
@@ -256,6 +265,14 @@ def grade_all(client, course, items: list, opts, report, make_failed, ran=None,
                 if len(batch) > 1:  # one of them may be the cause: each alone now
                     for item in batch:
                         submit([item])
+                    continue
+                # A task waiting in the queue of a worker that another task killed counts that death
+                # too (a single-threaded worker may hold two: Dask's worker-saturation), so an
+                # innocent submission queued behind a poison one can be "killed" as often: alone, it
+                # is tried again, up to SINGLE_TRIES times.
+                if isinstance(exc, KilledWorker) and tries.get(id(batch[0]), 0) < SINGLE_TRIES:
+                    fut.release()
+                    submit(batch)
                     continue
                 why = (f"the grading worker died every time ({exc})" if isinstance(exc, KilledWorker)
                        else f"the grading worker failed ({type(exc).__name__}: {str(exc)[:200]})")

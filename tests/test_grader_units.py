@@ -233,3 +233,68 @@ def test_report_and_notes_escape_student_text():
     assert "\n# h" not in cell.source
     assert "<img" not in record.md_text(r.student)
     assert record.progress_line(1, 1, Result("new\nline", "ps")).count("\n") == 0
+
+
+class _FakeFuture:
+    def __init__(self, outcome):
+        self.status = "finished" if not isinstance(outcome, BaseException) else "error"
+        self._outcome = outcome
+
+    def done(self):
+        return True
+
+    def result(self):
+        return self._outcome
+
+    def exception(self):
+        return self._outcome
+
+    def release(self):
+        pass
+
+    def cancel(self):
+        pass
+
+
+class _FakeClient:
+    """A cluster where a worker dies under ``poison`` every time, and the first time under each
+    submission queued behind it (what Dask counts against a task waiting on a worker that died)."""
+
+    def __init__(self):
+        from distributed import KilledWorker
+
+        self.KilledWorker, self.calls, self.collateral = KilledWorker, [], set()
+
+    def scheduler_info(self, **_):
+        return {"workers": {"w1": {}, "w2": {}}}
+
+    def subscribe_topic(self, *_):
+        pass
+
+    def unsubscribe_topic(self, *_):
+        pass
+
+    def submit(self, fn, course, batch, opts, topic, pure=False, key=None):
+        names = [s.student for s, _ in batch]
+        self.calls.append(names)
+        if "poison" in names or (len(names) == 1 and names[0] not in self.collateral):
+            self.collateral.update(names)
+            return _FakeFuture(self.KilledWorker(key, type("W", (), {"address": "tcp://w1"})(), 1))
+        return _FakeFuture([Result(n, "ps") for n in names])
+
+
+def test_a_submission_killed_behind_a_poison_one_is_tried_again_alone():
+    from attn_grader import cluster
+    from attn_grader.discover import Submitted
+
+    items = [(Submitted(n, "ps", n), {}) for n in ("ann", "poison", "bob")]
+    client, rows = _FakeClient(), []
+    course = type("Course", (), {"assignments": ["ps"]})()
+    opts = type("Opts", (), {"budget": 1, "recheck_seconds": 1})()
+    cluster.grade_all(client, course, items, opts, rows.append, lambda item, why: Result(item[0].student, "ps",
+                      status="ungradable", reason=[why]))
+    by = {r.student: r for r in rows}
+    assert sorted(by) == ["ann", "bob", "poison"]  # every submission once
+    assert by["ann"].status == by["bob"].status == "ok"  # each killed once alone, then graded
+    assert by["poison"].status == "ungradable" and "died every time" in by["poison"].reason[0]
+    assert client.calls.count(["poison"]) == cluster.SINGLE_TRIES
