@@ -611,11 +611,11 @@ def _summary(this_run: dict[str, Result], seconds: float, workers: int, opts: Op
     rs = list(this_run.values())
     count = {s: sum(r.status == s for r in rs) for s in ("ok", "flagged", "ungradable")}
     full = sum(r.status != "ungradable" and r.total >= r.max_total - 1e-9 for r in rs)
+    files = [record.CSV_FILE, record.REPORT_FILE, classreport.REPORT_FILE, *(lms.FILES[f] for f in export)]
     print(f"graded {len(rs)} submissions in {seconds:.1f} s on {workers} worker(s): {count['ok']} ok, "
           f"{count['flagged']} flagged, {count['ungradable']} ungradable, {full} full marks"
           f"{'' if opts.sandbox else ', WITHOUT the sandbox (--no-sandbox)'}. "
-          f"See {record.CSV_FILE}, {record.REPORT_FILE} and {classreport.REPORT_FILE}"
-          + "".join(f", {lms.FILES[f]}" for f in export) + ".", flush=True)
+          f"See {', '.join(files[:-1])} and {files[-1]}.", flush=True)
 
 
 def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
