@@ -1,7 +1,8 @@
-"""The small integer example used by the chapters "Self-attention step by step" and "Matrix form".
+"""The book's small integer example, used by the chapters "Self-attention step by step" and "Matrix form".
 
 Four input vectors a^1..a^4 (d_in = 3) as the columns of ``a``, and weights with small integer
-entries, so that every step of the lecture can be redone on paper: with the lecture's unscaled
+entries, chosen for this book (the lecture draws its vectors without numbers), so that every step of
+the lecture can be redone on paper: with the lecture's unscaled
 scores (``scale=1.0``) query 1 gets alpha_{1,.} = (1, 2, 0, -1).
 """
 
