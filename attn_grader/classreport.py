@@ -29,13 +29,19 @@ import html
 import io
 import json
 import os
+import shutil
 import time
 from collections import Counter
 
+from .record import points
 from .result import Result
 from .safeio import write_atomic
 
 REPORT_FILE = "class_report.html"
+# Debian's chromium, driven by playwright (the screenshot here; the page tests of tests/ use the same)
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
 RUN_FILE = "last_run.json"  # in .grader/: when the last run graded, for how long, on how many workers
 
 # Okabe & Ito's colour-blind-safe palette (https://jfly.uni-koeln.de/color/): full, partial, zero.
@@ -43,10 +49,6 @@ COLOURS = {"full": "#009E73", "partial": "#E69F00", "zero": "#D55E00"}
 OTHER = {"unrecognised": "a wrong output no catalogued mistake reproduces",
          "error": "the answer raised an error", "unfinished": "the re-check did not finish every case",
          "notebook": "the notebook's test failed while the re-check passed"}
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}"
 
 
 def _png(fig) -> str:
@@ -68,14 +70,14 @@ def _histogram(totals: list[float], max_total: float, assignment: str) -> tuple[
     edges = [x - 0.5 for x in range(int(max_total) + 2)] if whole else 10
     ax.hist(totals, bins=edges, range=(0, max_total) if not whole else None,
                            color="#0072B2", edgecolor="white")
-    ax.set_xlabel(f"total points (of {_fmt(max_total)})")
+    ax.set_xlabel(f"total points (of {points(max_total)})")
     ax.set_ylabel("students")
     ax.yaxis.get_major_locator().set_params(integer=True)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     by_score = Counter(totals)
-    parts = [f"{n} scored {_fmt(s)}" for s, n in sorted(by_score.items(), reverse=True)]
-    alt = (f"Histogram of the {len(totals)} graded totals of {assignment} (out of {_fmt(max_total)}): "
+    parts = [f"{n} scored {points(s)}" for s, n in sorted(by_score.items(), reverse=True)]
+    alt = (f"Histogram of the {len(totals)} graded totals of {assignment} (out of {points(max_total)}): "
            + "; ".join(parts) + ".")
     return _png(fig), alt
 
@@ -144,7 +146,7 @@ def _section(assignment: str, results: list[Result]) -> str:
     if totals:
         mean = sum(totals) / len(totals)
         full = sum(t >= max_total - 1e-9 for t in totals)
-        summary += f" Mean total {mean:.2f} of {_fmt(max_total)}; {full} full marks."
+        summary += f" Mean total {mean:.2f} of {points(max_total)}; {full} full marks."
     out.append(f"<p>{_e(summary)}</p>")
     if totals and max_total > 0:
         src, alt = _histogram(totals, max_total, assignment)
@@ -266,9 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"),
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                               "--disable-component-update", "--disable-sync", "--no-first-run"])
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 960, "height": 1480})
             page.goto("file://" + path)
             page.screenshot(path=args.screenshot)

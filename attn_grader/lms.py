@@ -32,7 +32,7 @@ import csv
 import io
 import os
 
-from .record import csv_cell, load_results
+from .record import csv_cell, load_results, points
 from .result import Result
 from .safeio import Refused, read_regular, write_atomic
 
@@ -46,10 +46,6 @@ ROSTER_COLUMNS = ("student", "name", "canvas_id", "sis_user_id", "sis_login_id",
 
 class ExportError(ValueError):
     """A roster or format the export cannot use (the message says what to fix)."""
-
-
-def _num(x: float) -> str:
-    return f"{x:g}"
 
 
 def read_roster(root: str) -> dict[str, dict[str, str]]:
@@ -79,24 +75,24 @@ def read_roster(root: str) -> dict[str, dict[str, str]]:
 def _table(results: dict[str, Result]) -> tuple[list[str], list[str], dict, dict]:
     assignments = sorted({r.assignment for r in results.values()})
     students = sorted({r.student for r in results.values()})
-    points = {a: max(r.max_total for r in results.values() if r.assignment == a) for a in assignments}
+    maxima = {a: max(r.max_total for r in results.values() if r.assignment == a) for a in assignments}
     totals = {(r.student, r.assignment): (None if r.status == "ungradable" else r.total) for r in results.values()}
-    return assignments, students, points, totals
+    return assignments, students, maxima, totals
 
 
 def canvas(results: dict[str, Result], roster: dict[str, dict[str, str]]) -> str:
-    assignments, students, points, totals = _table(results)
+    assignments, students, maxima, totals = _table(results)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CANVAS_COLUMNS + assignments)
-    w.writerow(["Points Possible", "", "", "", ""] + [_num(points[a]) for a in assignments])
+    w.writerow(["Points Possible", "", "", "", ""] + [points(maxima[a]) for a in assignments])
     for s in students:
         info = roster.get(s, {})
         ident = [info.get("name") or s, info.get("canvas_id", ""), info.get("sis_user_id", ""),
                  info.get("sis_login_id") or (s if not (info.get("canvas_id") or info.get("sis_user_id")) else ""),
                  info.get("section", "")]
         cells = [totals.get((s, a)) for a in assignments]
-        w.writerow([csv_cell(x) for x in ident] + ["" if c is None else _num(c) for c in cells])
+        w.writerow([csv_cell(x) for x in ident] + ["" if c is None else points(c) for c in cells])
     return buf.getvalue()
 
 
@@ -110,7 +106,7 @@ def moodle(results: dict[str, Result], roster: dict[str, dict[str, str]]) -> str
         info = roster.get(s, {})
         ident = [info.get("username") or s] + [info.get(k, "") for k in extra]
         cells = [totals.get((s, a)) for a in assignments]
-        w.writerow([csv_cell(x) for x in ident] + ["" if c is None else _num(c) for c in cells])
+        w.writerow([csv_cell(x) for x in ident] + ["" if c is None else points(c) for c in cells])
     return buf.getvalue()
 
 

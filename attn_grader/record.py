@@ -57,8 +57,10 @@ def notes_cell(r: Result) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell("\n".join(lines))
 
 
-def _fmt(x: float) -> str:
+def points(x: float) -> str:
+    """Points as every output writes them: 10, 2.5 (no trailing zeros)."""
     return f"{x:g}"
+
 
 
 def shown(name: str) -> str:
@@ -67,7 +69,7 @@ def shown(name: str) -> str:
 
 
 def progress_line(i: int, n: int, r: Result) -> str:
-    score = f"{_fmt(r.total)}/{_fmt(r.max_total)}" if r.status != "ungradable" else f"-/{_fmt(r.max_total)}"
+    score = f"{points(r.total)}/{points(r.max_total)}" if r.status != "ungradable" else f"-/{points(r.max_total)}"
     extra = []
     if r.reason:
         extra.append("reason: " + "; ".join(r.reason))
@@ -95,9 +97,9 @@ def write_outputs(root: str, results: dict[str, Result]) -> None:
         r = results[k]
         row = [csv_cell(r.student), csv_cell(r.assignment)]
         for gid in columns:
-            row.append("" if gid not in r.tasks or r.status == "ungradable" else _fmt(r.scores.get(gid, 0.0)))
-        row.append(_fmt(r.total) if r.status != "ungradable" else "")
-        row += [_fmt(r.max_total), r.status, "on" if r.sandbox else "off",
+            row.append("" if gid not in r.tasks or r.status == "ungradable" else points(r.scores.get(gid, 0.0)))
+        row.append(points(r.total) if r.status != "ungradable" else "")
+        row += [points(r.max_total), r.status, "on" if r.sandbox else "off",
                 csv_cell("; ".join([*r.reason, *r.flags]))]
         w.writerow(row)
     write_atomic(os.path.join(root, CSV_FILE), buf.getvalue())
@@ -105,7 +107,7 @@ def write_outputs(root: str, results: dict[str, Result]) -> None:
              "| student | assignment | score | status | reasons and flags |", "|---|---|---|---|---|"]
     for k in keys:
         r = results[k]
-        score = f"{_fmt(r.total)}/{_fmt(r.max_total)}" if r.status != "ungradable" else "-"
+        score = f"{points(r.total)}/{points(r.max_total)}" if r.status != "ungradable" else "-"
         status = r.status + ("" if r.sandbox else ", no sandbox")
         lines.append(f"| {md_text(r.student)} | {md_text(r.assignment)} | {score} | {status} | "
                      f"{md_text('; '.join([*r.reason, *r.flags]))} |")

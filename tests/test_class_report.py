@@ -27,6 +27,7 @@ from bs4 import BeautifulSoup
 
 from attn_grader import classreport, lms
 from attn_grader.autograde import Options, grade
+from attn_grader.classreport import CHROMIUM, CHROMIUM_ARGS
 from attn_grader.core import tasks_of
 from attn_grader.demo import answers_of, with_answers
 from attn_grader.result import Result
@@ -35,9 +36,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"
 ATTACKS = os.path.join(REPO, "tests", "attacks")
 OPTS = Options(cell_timeout=60, budget=300, recheck_seconds=120, call_seconds=30)
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("class_report")]
 

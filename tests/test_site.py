@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
-import shutil
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
@@ -28,11 +26,10 @@ import pytest
 import yaml
 from site_helpers import ROOT, SITE, need, need_site, page_source, toc_pages
 
+from attn_grader.classreport import CHROMIUM, CHROMIUM_ARGS
+
 PAGES = toc_pages()
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
