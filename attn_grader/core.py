@@ -86,11 +86,38 @@ def to_numpy(x):
     return np.asarray(x)
 
 
+#: The tolerance policy.  A task's ``rtol``/``atol`` hold for an output in float64 (what the reference
+#: computes).  An output a student computed in a narrower float type is compared with tolerances suited
+#: to that type: a correct float32 computation (torch's default dtype, or ``np.float32`` inputs) differs
+#: from the float64 reference by a few hundred float32 roundings at most (float32's epsilon is 1.2e-7;
+#: a sinusoidal table at position 500 in float32 is off by about 3e-5).  So float32 gets
+#: rtol = 1e-4 and atol = 1e-4 x the reference's largest magnitude (at least 1), float16 and bfloat16
+#: 1e-2.  No catalogued mistake hides under them: tests/test_catalogues.py grades every mistake's output
+#: cast to float32 and still names it.
+NARROW_FLOAT_TOLERANCE = {4: 1e-4, 2: 1e-2}  # itemsize of the student's float -> rtol and atol factor
+
+
+def tolerances(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
+    """The (rtol, atol) for comparing ``got`` with ``expected``: the task's, widened for a narrow float."""
+    if got.dtype.kind not in "fc":
+        return rtol, atol
+    itemsize = got.dtype.itemsize // (2 if got.dtype.kind == "c" else 1)
+    tol = NARROW_FLOAT_TOLERANCE.get(itemsize)
+    if tol is None:
+        return rtol, atol
+    with np.errstate(invalid="ignore"):
+        finite = np.abs(expected[np.isfinite(expected)]) if expected.dtype.kind in "fc" else np.abs(expected)
+    scale = max(1.0, float(finite.max())) if finite.size else 1.0
+    return max(rtol, tol), max(atol, tol * scale)
+
+
 def describe_difference(got, expected, rtol: float, atol: float, path: str = "output",
                         equal_nan: bool = False) -> str | None:
     """``None`` when ``got`` matches ``expected``; otherwise one sentence saying what differs.
 
-    ``equal_nan`` is for diagnosis only: a NaN never matches the reference, but it may match a mistake.
+    The tolerances are the task's for a float64 output, wider for a float32 or float16 one
+    (:func:`tolerances`).  ``equal_nan`` is for diagnosis only: a NaN never matches the reference, but it
+    may match a mistake.
     """
     if isinstance(expected, tuple | list):
         if not isinstance(got, tuple | list) or len(got) != len(expected):
@@ -113,14 +140,17 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
     if expected.dtype.kind == "b":
         bad = got.astype(bool) != expected
     else:
-        with np.errstate(invalid="ignore"):
+        rtol, atol = tolerances(got, expected, rtol, atol)
+        with np.errstate(invalid="ignore", over="ignore"):
             bad = ~np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         n_nan = int(np.isnan(got).sum()) if got.dtype.kind in "fc" else 0
         nan_note = f"; {n_nan} NaN values in your output" if n_nan else ""
+        dtype_note = (f" (your output is {got.dtype}, compared with rtol={rtol:g}, atol={atol:g})"
+                      if got.dtype.kind in "fc" and got.dtype.itemsize < 8 else "")
         return (f"{path}: {int(bad.sum())} of {bad.size} values differ; first at index {where}: "
-                f"expected {expected[where]!r}, got {got[where]!r}{nan_note}")
+                f"expected {expected[where]!r}, got {got[where]!r}{nan_note}{dtype_note}")
     return None
 
 
@@ -135,18 +165,47 @@ def _call(fn: Callable, args: tuple):
     return fn(*copy.deepcopy(args))
 
 
-def diagnose(task: Task, student_out, args: tuple) -> Mistake | None:
-    """The catalogued mistake whose output on ``args`` equals the student's, if any."""
+@dataclass(frozen=True)
+class Raised:
+    """An outcome that is an exception: its type's name (a mistake reproduces it by raising the same)."""
+
+    kind: str
+
+
+def _outcome(fn: Callable, args: tuple):
+    try:
+        with np.errstate(all="ignore"):
+            return to_numpy(_call(fn, args))
+    except Exception as exc:  # noqa: BLE001 - a student's or a mistake's exception is an outcome
+        return Raised(type(exc).__name__)
+
+
+def _same(got, wrong, task: Task) -> bool:
+    if isinstance(got, Raised) or isinstance(wrong, Raised):
+        return isinstance(got, Raised) and isinstance(wrong, Raised) and got.kind == wrong.kind
+    try:
+        return describe_difference(got, wrong, task.rtol, task.atol, equal_nan=True) is None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def diagnose(task: Task, outcomes: Sequence, cases: Sequence[tuple]) -> Mistake | None:
+    """The catalogued mistake that reproduces the student's outcome on *every* case, if any.
+
+    ``outcomes[k]`` is the student's output on ``cases[k]``, or :class:`Raised` when it raised.  A
+    mistake that matches on the failing case alone is not named: a right answer with one flaw elsewhere
+    (a NaN on a fully masked row) must not be told it made a mistake it did not make.  NaN matches NaN
+    here (a mistake may produce them too); an exception matches an exception of the same type.
+    """
+    if len(outcomes) != len(cases) or not cases:
+        return None
     for mistake in task.mistakes:
         try:
-            wrong = to_numpy(_call(load_mistake(task, mistake), args))
-        except Exception:  # noqa: BLE001 - a mistake that raises on this input cannot match
-            continue
-        try:
-            if describe_difference(student_out, wrong, task.rtol, task.atol, equal_nan=True) is None:
-                return mistake
+            fn = load_mistake(task, mistake)
         except Exception:  # noqa: BLE001
             continue
+        if all(_same(got, _outcome(fn, args), task) for got, args in zip(outcomes, cases, strict=True)):
+            return mistake
     return None
 
 
@@ -172,24 +231,35 @@ def _shape_of(args: tuple) -> str:
 
 
 def check(assignment: str, func_name: str, student_fn: Callable) -> None:
-    """Compare ``student_fn`` with the reference on every hidden case; raise GradingError naming the mistake."""
+    """Compare ``student_fn`` with the reference on every hidden case; raise GradingError naming the mistake.
+
+    The function runs on every case first; a mistake is named only when it reproduces all of them
+    (:func:`diagnose`); otherwise the message says what differs on the first case that differs.
+    """
     task = get_task(assignment, func_name)
     if not callable(student_fn):
         raise GradingError(f"{func_name}: expected a function, got {type(student_fn).__name__}")
-    for args in task.hidden_cases():
+    cases = task.hidden_cases()
+    outcomes, first = [], None
+    for args in cases:
         expected = to_numpy(_call(task.reference, args))
         try:
             got = _call(student_fn, args)
         except NotImplementedError:
             raise GradingError(f"{func_name}: not answered yet (raises NotImplementedError)") from None
         except Exception as exc:  # noqa: BLE001 - report the student's exception as feedback
-            raise GradingError(f"{func_name} raised {type(exc).__name__}: {exc} "
-                               f"on inputs of shapes ({_shape_of(args)})") from None
-        problem = describe_difference(got, expected, task.rtol, task.atol)
-        if problem is None:
+            outcomes.append(Raised(type(exc).__name__))
+            if first is None:
+                first = f"{func_name} raised {type(exc).__name__}: {exc} on inputs of shapes ({_shape_of(args)})"
             continue
-        mistake = diagnose(task, got, args)
-        if mistake is not None:
-            raise GradingError(f"{func_name}: this looks like the common mistake [{mistake.name}]: "
-                               f"{mistake.message}.")
-        raise GradingError(f"{func_name} on inputs of shapes ({_shape_of(args)}): {problem}")
+        outcomes.append(got)
+        problem = describe_difference(got, expected, task.rtol, task.atol)
+        if problem is not None and first is None:
+            first = f"{func_name} on inputs of shapes ({_shape_of(args)}): {problem}"
+    if first is None:
+        return
+    mistake = diagnose(task, outcomes, cases)
+    if mistake is not None:
+        raise GradingError(f"{func_name}: this looks like the common mistake [{mistake.name}]: "
+                           f"{mistake.message}.")
+    raise GradingError(first)

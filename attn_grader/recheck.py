@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import sandbox
-from .core import Task, describe_difference, diagnose, to_numpy
+from .core import Raised, Task, describe_difference, diagnose, to_numpy
 from .safeio import Refused, read_regular
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
@@ -212,22 +212,32 @@ def compare(tasks: list[Task], cases: dict[str, list], index: dict) -> dict[str,
         if len(results) != len(task_cases):
             why = "the re-check did not finish every case"
             verdict = Recheck(False, why, "unfinished", why)
+        first = None
+        outcomes = []
         for args, res in zip(task_cases, results, strict=False):
             if "error" in res:
                 why = f"{task.func_name} raised {res['error']}"
-                verdict = Recheck(False, why, "error", why)
-                break
-            got = res["value"]
+                outcomes.append(Raised(str(res["error"]).split(":")[0]))
+                if first is None:
+                    first = (None, None, why)
+                continue
+            outcomes.append(res["value"])
             expected = to_numpy(task.reference(*copy.deepcopy(args)))
-            problem = describe_difference(got, expected, task.rtol, task.atol)
-            if problem:
-                mistake = diagnose(task, got, args)
-                example = {"got": brief(got), "expected": brief(expected)}
-                if mistake:
-                    verdict = Recheck(False, f"[{mistake.name}] {mistake.message}", mistake.name,
-                                      mistake.message, example)
-                else:
-                    verdict = Recheck(False, problem, "unrecognised", problem, example)
-                break
+            problem = describe_difference(res["value"], expected, task.rtol, task.atol)
+            if problem and first is None:
+                first = (res["value"], expected, problem)
+        if first is not None:
+            got, expected, problem = first
+            raised = got is None and expected is None
+            example = None if raised else {"got": brief(got), "expected": brief(expected)}
+            complete = len(results) == len(task_cases)
+            mistake = diagnose(task, outcomes, task_cases) if complete else None
+            if mistake:
+                verdict = Recheck(False, f"[{mistake.name}] {mistake.message}", mistake.name,
+                                  mistake.message, example)
+            elif raised:
+                verdict = Recheck(False, problem, "error", problem)
+            else:
+                verdict = Recheck(False, problem, "unrecognised", problem, example)
         verdicts[task.func_name] = verdict
     return verdicts

@@ -66,3 +66,36 @@ def test_source_notebook_matches_catalogue(module):
     released = ROOT / "exercises" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
     text = released.read_text()
     assert "BEGIN SOLUTION" not in text and "attn_ref" not in text
+
+
+def _float32(x):
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        return x.astype(np.float32)
+    if isinstance(x, tuple | list) and any(isinstance(v, np.ndarray) for v in x):
+        return type(x)(_float32(v) for v in x)
+    return x
+
+
+def _cast_output(x):
+    if isinstance(x, tuple | list):
+        return type(x)(_cast_output(v) for v in x)
+    arr = np.asarray(x)
+    return arr.astype(np.float32) if arr.dtype.kind == "f" else arr
+
+
+@pytest.mark.parametrize("item", TASKS, ids=_ids)
+def test_float32_solution_passes_and_float32_mistakes_are_still_named(item, monkeypatch):
+    """The tolerance policy (attn_grader.core.tolerances): a right answer computed in float32 passes every
+    task, and no catalogued mistake hides under the float32 tolerances."""
+    module, task = item
+    all_answers = "\n".join(module.SOLUTIONS.values())
+    solution = load_mistake(task, Mistake("solution", "", all_answers))
+    check(task.assignment, task.func_name, lambda *args: solution(*(_float32(a) for a in args)))
+    check(task.assignment, task.func_name, lambda *args: _cast_output(solution(*args)))
+    others = "\n".join(src for name, src in module.SOLUTIONS.items() if name != task.func_name)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for mistake in task.mistakes:
+            fn = load_mistake(task, Mistake(mistake.name, mistake.message, others + "\n" + mistake.source))
+            with pytest.raises(GradingError, match=rf"\[{mistake.name}\]"):
+                check(task.assignment, task.func_name, lambda *args, fn=fn: _cast_output(fn(*args)))

@@ -26,7 +26,47 @@ def test_nan_never_matches_the_reference_but_may_match_a_mistake():
     nan_out = np.array([[np.nan, 0.0, 0.0]])
     assert describe_difference(nan_out, nan_out, 1e-5, 1e-8) is not None
     with np.errstate(over="ignore", invalid="ignore"):
-        assert diagnose(TASK, nan_out, (np.array([[1e4, 0.0, -1e4]]),)) is UNSTABLE
+        assert diagnose(TASK, [nan_out], [(np.array([[1e4, 0.0, -1e4]]),)]) is UNSTABLE
+
+
+def test_a_mistake_is_named_only_when_it_reproduces_every_case(monkeypatch):
+    """Issue 17: a right softmax with NaN on one row was told "use the axis argument" because the
+    mistake's output matched on the failing case alone (NaN counted equal)."""
+    from attn_grader import core
+
+    masked = np.array([[-np.inf, -np.inf]])  # a row that may attend to nothing
+    nan_axis = Mistake("axis0", "softmax over the first axis",
+                       "def f(x):\n    e = np.exp(x - x.max(0))\n    return e / e.sum(0)\n")
+    task = Task("demo", "f", lambda x: softmax(x, axis=-1),
+                lambda rng: [(np.array([[1.0, 2.0], [3.0, 5.0]]),), (masked,)], (nan_axis,))
+    monkeypatch.setattr(core, "get_task", lambda a, f: task)
+
+    def nan_on_masked_row(x):  # right everywhere except the fully masked row (NaN there)
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    with np.errstate(invalid="ignore"):
+        out = nan_on_masked_row(masked)
+        # on the failing case alone the axis mistake "matches" (NaN = NaN): the old diagnosis named it
+        assert describe_difference(out, core.load_mistake(task, nan_axis)(masked), 1e-5, 1e-6,
+                                   equal_nan=True) is None
+        with pytest.raises(GradingError) as err:
+            core.check("demo", "f", nan_on_masked_row)
+    assert "[axis0]" not in str(err.value) and "NaN" in str(err.value)
+    with np.errstate(all="ignore"):  # the mistake itself is still named
+        with pytest.raises(GradingError, match=r"\[axis0\]"):
+            core.check("demo", "f", core.load_mistake(task, nan_axis))
+
+
+def test_a_float32_answer_is_compared_with_float32_tolerances():
+    positions = np.arange(600)[:, None] / 10000 ** (np.arange(0, 8, 2) / 8)
+    exact = np.sin(positions)
+    in_float32 = np.sin(positions.astype(np.float32))
+    assert describe_difference(in_float32.astype(np.float64), exact, 1e-5, 1e-6) is not None  # too strict
+    assert describe_difference(in_float32, exact, 1e-5, 1e-6) is None
+    msg = describe_difference((exact + 1e-3).astype(np.float32), exact, 1e-5, 1e-6)
+    assert msg is not None and "float32" in msg  # a real error still fails, and the dtype is named
+    assert describe_difference(exact.astype(np.float16), exact, 1e-5, 1e-6) is None
 
 
 @pytest.mark.parametrize("mistake", [UNSTABLE, WRONG_AXIS])
