@@ -6,6 +6,7 @@ mistakes are graded with the real nbgrader in test_grading.py.
 """
 
 import importlib
+import re
 import warnings
 from pathlib import Path
 
@@ -99,3 +100,41 @@ def test_float32_solution_passes_and_float32_mistakes_are_still_named(item, monk
             fn = load_mistake(task, Mistake(mistake.name, mistake.message, others + "\n" + mistake.source))
             with pytest.raises(GradingError, match=rf"\[{mistake.name}\]"):
                 check(task.assignment, task.func_name, lambda *args, fn=fn: _cast_output(fn(*args)))
+
+
+_HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)
+#: Mistakes the visible test does not catch yet (the hidden tests still fail and name them).
+VISIBLE_MISSES = {
+    "ps09_cnn.relative_scores:pixels_column_major", "ps10_rnn.rnn_forward:W_hh_transposed",
+    "ps10_rnn.path_lengths:conv_rounded_down", "ps10_rnn.path_lengths:zero_layers_for_n1",
+    "ps12_efficient.online_step:max_of_block_only",
+}
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
+def test_visible_tests_catch_the_catalogued_mistakes(module):
+    """A student can find the usual mistakes before handing in: each catalogued mistake, in its answer
+    cell after the other answers, fails the visible part of its test cell; the solution passes it."""
+    path = ROOT / "solutions" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
+    cells = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
+             if c.metadata.get("nbgrader", {}).get("grade_id")}
+    missed = []
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for task in module.TASKS:
+            visible = _HIDDEN.sub("", cells[f"{task.func_name}_test"])
+            others = "\n".join(s for f, s in module.SOLUTIONS.items() if f != task.func_name)
+            for mistake in (None, *task.mistakes):
+                ns: dict = {}
+                exec(cells["setup"] + "\n" + others, ns)  # noqa: S102
+                exec(module.SOLUTIONS[task.func_name] if mistake is None else mistake.source, ns)  # noqa: S102
+                try:
+                    exec(visible, ns)  # noqa: S102
+                    passed = True
+                except Exception:  # noqa: BLE001
+                    passed = False
+                if mistake is None:
+                    assert passed, f"the solution of {task.func_name} fails its visible test"
+                elif passed:
+                    missed.append(f"{task.assignment}.{task.func_name}:{mistake.name}")
+    assert set(missed) == {m for m in VISIBLE_MISSES if m.startswith(module.ASSIGNMENT)}, missed

@@ -104,6 +104,11 @@ COSINE_MISTAKES = (
             '''def cosine_similarity_matrix(X):
     return (X @ X.T) / (np.linalg.norm(X, axis=1, keepdims=True) ** 2)
 '''),
+    Mistake("one_length_only", "x_i . x_j was divided by |x_j| alone (the length of column j's vector, "
+            "broadcast over the rows); the cosine divides by both lengths, |x_i| |x_j|",
+            '''def cosine_similarity_matrix(X):
+    return (X @ X.T) / np.linalg.norm(X, axis=1)
+'''),
     Mistake("squared_lengths", "x_i . x_j was divided by |x_i|^2 |x_j|^2 (squared lengths) instead of |x_i| |x_j|",
             '''def cosine_similarity_matrix(X):
     sq = np.sum(X ** 2, axis=1)

@@ -80,6 +80,25 @@ TABLE_MISTAKES = (
                            "    PE[:, : d // 2] = np.sin(angles)\n    PE[:, d // 2 :] = np.cos(angles)\n")),
     Mistake("multiplied_not_divided", "pos was multiplied by 10000^(2i/d) instead of divided by it",
             _table_mistake("pos * 10000 ** (2 * i / d)")),
+    Mistake("block_layout_of_fairseq", "this is the layout of fairseq and tensor2tensor: all sines, then all "
+            "cosines, with frequencies 10000^(-i/(d/2 - 1)); the table of Vaswani et al. (and this task) "
+            "interleaves them (PE[pos, 2i] = sin, PE[pos, 2i+1] = cos) with frequencies 10000^(-2i/d)",
+            "def sinusoidal_table(n, d):\n"
+            "    half = d // 2\n"
+            "    freq = np.exp(np.arange(half) * -(np.log(10000.0) / (half - 1)))\n"
+            "    angles = np.arange(n)[:, None] * freq[None, :]\n"
+            "    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)\n"),
+    Mistake("exponent_doubled", "the exponent was doubled: 2i/d was computed from indices that already step "
+            "by 2 (0, 2, 4, ...), giving 10000^(4i/d); use either i = 0, 1, 2, ... with 2i/d or "
+            "2i = 0, 2, 4, ... with 2i/d, not both",
+            "def sinusoidal_table(n, d):\n"
+            "    pos = np.arange(n)[:, None]\n"
+            "    two_i = np.arange(0, d, 2)[None, :]\n"
+            "    angles = pos / 10000 ** (2 * two_i / d)\n"
+            "    PE = np.zeros((n, d))\n"
+            "    PE[:, 0::2] = np.sin(angles)\n"
+            "    PE[:, 1::2] = np.cos(angles)\n"
+            "    return PE\n"),
 )
 
 

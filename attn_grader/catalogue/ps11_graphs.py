@@ -24,7 +24,6 @@ ASSIGNMENT = "ps11_graphs"
 EXAMPLE = '''# A small directed graph: edges 0 -> 1, 1 -> 2, 2 -> 0, 2 -> 3 (row 0: sources, row 1: targets).
 edge_index = np.array([[0, 1, 2, 2],
                        [1, 2, 0, 3]])
-n = 4
 '''
 #: The notebook's setup cell: the imports and the small example graph.
 SETUP = "import numpy as np\n\n" + EXAMPLE
