@@ -16,6 +16,7 @@ import shutil
 
 import nbformat
 import pytest
+from others_answers import OTHERS
 
 from attn_grader.autograde import Options, find_assignments, grade
 from attn_grader.core import tasks_of
@@ -73,6 +74,9 @@ def graded_class(tmp_path_factory, fresh_release):
                     planted[t.func_name] = t.mistakes[k]
             subs[f"mistake_{k}"] = with_answers(rel, answers)
             plan[(f"mistake_{k}", a)] = planted
+        for student, assignment, answers, _ in OTHERS:
+            if assignment == a:
+                subs[student] = with_answers(rel, {**sol, **answers})
         for student, nb in subs.items():
             d = os.path.join(root, "submitted", student, a)
             os.makedirs(d)
@@ -133,6 +137,24 @@ def test_every_mistake_is_caught_and_named(graded_class, a):
             if mistake.name not in html:
                 problems.append(f"{mistake.name} ({func}) not named in the feedback")
     assert not problems, problems
+
+
+@pytest.mark.parametrize("other", OTHERS, ids=lambda o: o[0])
+def test_answers_written_elsewhere_get_the_right_outcome(graded_class, other):
+    """Issue 17: a float32 table scores, a helper defined in a later cell does not take a right answer's
+    points, a mistake is named only when it reproduces every case, the new catalogue entries are named."""
+    root, results, _ = graded_class
+    student, a, _, expect = other
+    r = results[f"{student}/{a}"]
+    html = open(os.path.join(root, "feedback", student, a, a + ".html"), encoding="utf-8").read()
+    assert r.status == "ok" and not r.flags, r
+    for func, (full, name, not_named) in expect.items():
+        gid = f"{func}_test"
+        assert (r.scores[gid] == r.max[gid]) is full, (func, r.scores[gid], r)
+        if name:
+            assert f"[{name}]" in html, (func, name)
+        for other_name in not_named:
+            assert f"[{other_name}]" not in html, (func, other_name)
 
 
 def test_jobs_2_equals_jobs_1(tmp_path, fresh_release):

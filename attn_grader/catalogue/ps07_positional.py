@@ -83,9 +83,17 @@ TABLE_MISTAKES = (
     Mistake("block_layout_of_fairseq", "this is the layout of fairseq and tensor2tensor: all sines, then all "
             "cosines, with frequencies 10000^(-i/(d/2 - 1)); the table of Vaswani et al. (and this task) "
             "interleaves them (PE[pos, 2i] = sin, PE[pos, 2i+1] = cos) with frequencies 10000^(-2i/d)",
-            "def sinusoidal_table(n, d):\n"
+            "import math\n\n\ndef sinusoidal_table(n, d):\n"
             "    half = d // 2\n"
-            "    freq = np.exp(np.arange(half) * -(np.log(10000.0) / (half - 1)))\n"
+            "    freq = np.exp(np.arange(half) * -(math.log(10000) / (half - 1)))  # d = 2: ZeroDivisionError\n"
+            "    angles = np.arange(n)[:, None] * freq[None, :]\n"
+            "    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)\n"),
+    Mistake("block_layout_of_tensor2tensor", "this is the layout of tensor2tensor: all sines, then all cosines, "
+            "with frequencies 10000^(-i/max(d/2 - 1, 1)); the table of Vaswani et al. (and this task) "
+            "interleaves them (PE[pos, 2i] = sin, PE[pos, 2i+1] = cos) with frequencies 10000^(-2i/d)",
+            "import math\n\n\ndef sinusoidal_table(n, d):\n"
+            "    half = d // 2\n"
+            "    freq = np.exp(np.arange(half) * -(math.log(10000) / max(half - 1, 1)))\n"
             "    angles = np.arange(n)[:, None] * freq[None, :]\n"
             "    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)\n"),
     Mistake("exponent_doubled", "the exponent was doubled: 2i/d was computed from indices that already step "
