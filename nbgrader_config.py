@@ -1,18 +1,32 @@
 """nbgrader course configuration: sources in solutions/, releases in exercises/.
 
-Used by the plain ``nbgrader`` commands (generate_assignment, ...).  ``make grade``
+Used by the plain ``nbgrader`` commands (generate_assignment, autograde, generate_feedback, export: run
+``nbgrader generate_assignment --force <assignment>`` once per assignment first, which records it in
+gradebook.db and rewrites exercises/ byte for byte; book/for_instructors.md).  ``make grade``
 (attn_grader.autograde) grades in scratch courses with the same settings plus its own
 contained executor (per-cell timeout, notebook budget, memory limit): see book/for_instructors.md.
 """
+
+import os
+
+from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
+
+from attn_grader.nbgrader_cells import OverwriteCellsKeepingHidden
 
 c = get_config()  # noqa: F821 - provided by nbgrader/traitlets when this file is loaded
 
 c.CourseDirectory.course_id = "self-attention-step-by-step"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
-c.CourseDirectory.root = "."
-# Restore test cells a student deleted, and lock cells to their source.
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # absolute: no warning on every command
+# `nbgrader export` writes its own CSV beside make grade's grades.csv (flags and reasons), not over it.
+c.CsvExportPlugin.to = "nbgrader_grades.csv"
+# Restore test cells a student deleted, and lock cells to their source; a released test cell whose
+# visible part is untouched gets its hidden tests back without nbgrader's false "checksum has changed"
+# warning (nbgrader issue 1961), so that warning now means a cell was edited.
 c.OverwriteCells.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec,
+                                      OverwriteCellsKeepingHidden, CheckCellMetadata]
 # An honest answer finishes in well under a second; a cell gets 60 s before it is interrupted.
 c.ExecutePreprocessor.timeout = 60
 c.ExecutePreprocessor.interrupt_on_timeout = True

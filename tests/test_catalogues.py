@@ -138,3 +138,24 @@ def test_visible_tests_catch_the_catalogued_mistakes(module):
                 elif passed:
                     missed.append(f"{task.assignment}.{task.func_name}:{mistake.name}")
     assert set(missed) == {m for m in VISIBLE_MISSES if m.startswith(module.ASSIGNMENT)}, missed
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
+def test_what_a_student_reads_is_consistent(module):
+    """Issue 17: one rule for passing tests (they print nothing), one statement of what may be used,
+    and no short global in a setup cell that shadows a student's names (ps11 had n = 4)."""
+    import ast
+
+    path = ROOT / "exercises" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
+    cells = {c.metadata["nbgrader"]["grade_id"]: c for c in nbformat.read(path, as_version=4).cells
+             if c.metadata.get("nbgrader", {}).get("grade_id")}
+    intro = " ".join(cells["intro"].source.split())
+    assert "prints nothing" in intro and "prints `ok`" not in intro
+    assert "What you may use" in intro and "NumPy only" not in intro
+    for gid, cell in cells.items():
+        if cell.metadata["nbgrader"].get("grade"):
+            calls = [n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call)]
+            assert not any(getattr(n.func, "id", "") == "print" for n in calls), f"{gid} prints"
+    assigned = {t.id for n in ast.walk(ast.parse(cells["setup"].source)) if isinstance(n, ast.Assign)
+                for t in n.targets if isinstance(t, ast.Name)}
+    assert not assigned & {"n", "d", "h", "k", "m", "w"}, assigned  # sizes a function might use by mistake
