@@ -1,6 +1,7 @@
 # Self-Attention, Step by Step.  Two commands on a fresh machine:
 #   make book   - set up .venv, build the HTML book into _build/html
 #   make test   - set up .venv, ruff, the book build, the pytest suite
+# While you work: make check (ruff, the import contracts, the fast tests: under a minute). make help lists all.
 # Instructor: make grade [PS=ps05_matrix_form] [JOBS=2 | SCHEDULER=tcp://host:8786] [DB_URL=postgresql://...]
 #            [EXPORT=canvas,moodle] [ARGS=--no-sandbox], make grade-demo.
 SHELL := /bin/bash
@@ -18,7 +19,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all book notebooks test lint pytest system-packages grade grade-demo release bench clean
+.PHONY: all help book notebooks check test lint pytest system-packages grade grade-demo release bench clean
 
 all: book
 
@@ -47,6 +48,17 @@ system-packages:
 	  fi; \
 	fi
 
+help:
+	@echo "make book        set up .venv and build the HTML book into _build/html"
+	@echo "make check       ruff, the import contracts (lint-imports) and the fast tests: the inner loop, < 1 min"
+	@echo "make test        ruff, the book build and the whole pytest suite: before a submission"
+	@echo "make notebooks   write the launch notebooks book/<chapter>.ipynb from the chapters"
+	@echo "make release     regenerate exercises/ from solutions/"
+	@echo "make grade       grade submitted/ (PS=, JOBS=, SCHEDULER=, DB_URL=, EXPORT=, ARGS=)"
+	@echo "make grade-demo  grade a demo class of eight into _build/grade-demo"
+	@echo "make bench       the speed ratios (bench/results.md)"
+	@echo "make system-packages  bubblewrap, chromium, CJK fonts, PostgreSQL (apt, as root)"
+
 book: $(STAMP)
 	@if [ -n "$$CI" ]; then rm -rf _build/.jupyter_cache; fi
 	$(BIN)/jupyter-book build . -W -n --keep-going
@@ -58,9 +70,16 @@ notebooks: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 pytest: $(STAMP) system-packages
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+# The inner loop: no book build, no nbgrader, no browser (the slowest tests are listed at the end).
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -n 2 -q -m "not slow and not browser"
 
 test: lint book pytest
 
