@@ -245,7 +245,10 @@ def _large_gat_args(rng, n, d_in, d_out, wide):
     W = _stability.small(rng, (d_out, d_in))
     W[:, 0], W[0] = 0.0, 0.0
     W[0, 0] = 4.0  # (W x_i)[0] = 40 or +-40
+    X[:, 1] = rng.permutation(np.resize([1.0, 0.0, -1.0], n))
+    W[1, :2] = 0.0, 1.0  # (W x_j)[1] = x_j[1] + ...: the neighbours' scores differ by a few units
     a_src, a_dst = _stability.small(rng, d_out), _stability.small(rng, d_out)
+    a_src[1] = 1.0
     (a_src if wide else a_dst)[0] = _stability.OFFSET / 40.0
     (a_dst if wide else a_src)[0] = 0.0
     mask = _random_mask(rng, n, 0.4)
