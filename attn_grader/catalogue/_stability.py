@@ -74,10 +74,11 @@ def projections(rng: np.random.Generator, n: int, d_in: int, d_k: int, d_v: int,
     return x, W_q, W_k, W_v
 
 
-#: Why a fully masked row gives NaN, and what to do instead (the message of ``nan_on_masked_row``).
-NAN_ON_MASKED_ROW = ("a row whose entries are all masked gave NaN: its maximum is -inf, and -inf - (-inf) is NaN "
-                     "(then 0 / 0); such a row has no weight to give and must be all zeros: subtract 0 where the "
-                     "maximum is -inf and divide by 1 where the sum is 0")
+def nan_on_masked_row(what: str = "a row whose entries are all masked", row: str = "row") -> str:
+    """The message of ``nan_on_masked_row``: why a fully masked row gave NaN, and what to do instead."""
+    return (f"{what} gave NaN: its maximum is -inf, and -inf - (-inf) is NaN (then 0 / 0); such a {row} has "
+            f"no weight to give and must be all zeros: subtract 0 where the maximum is -inf and divide by 1 "
+            f"where the sum is 0")
 
 
 def not_stabilised(where: str = "each row's") -> str:

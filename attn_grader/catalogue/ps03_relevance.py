@@ -190,7 +190,8 @@ SOFTMAX_MISTAKES = (
     e = np.exp(x - np.min(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
 '''),
-    Mistake("nan_on_masked_row", _stability.NAN_ON_MASKED_ROW.replace("row", "slice"),
+    Mistake("nan_on_masked_row", _stability.nan_on_masked_row(
+        "a slice whose entries are all -inf (a query that may attend to nothing)", "slice"),
             '''def softmax(x, axis=-1):
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)

@@ -201,7 +201,7 @@ SOFTMAX_MISTAKES = (
     t = e.sum(axis=1, keepdims=True)
     return e / np.where(t == 0, 1.0, t)
 '''),
-    Mistake("nan_on_masked_row", _stability.NAN_ON_MASKED_ROW + " (a node with no neighbour)",
+    Mistake("nan_on_masked_row", _stability.nan_on_masked_row("the row of a node with no neighbour (all masked)"),
             '''def masked_softmax(scores, mask):
     s = np.where(mask, scores, -np.inf)
     e = np.exp(s - s.max(axis=1, keepdims=True))
@@ -322,7 +322,7 @@ GAT_MISTAKES = (
     t = p.sum(axis=1, keepdims=True)
     alpha = p / np.where(t == 0, 1.0, t)
 ''')),
-    Mistake("nan_on_masked_row", _stability.NAN_ON_MASKED_ROW + " (a node with no neighbour)",
+    Mistake("nan_on_masked_row", _stability.nan_on_masked_row("the row of a node with no neighbour (all masked)"),
             _gat_mistake(_SCORE, _LEAKY, '''    s = np.where(A, e, -np.inf)
     p = np.exp(s - s.max(axis=1, keepdims=True))
     alpha = p / p.sum(axis=1, keepdims=True)
