@@ -17,6 +17,11 @@ from attn_ref.scores import additive_score, dot_product_score
 from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
+from . import _stability
+
+#: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
+#: ``shifted_by_min`` (tests/test_stability_cases.py).
+NORMALISING = ("softmax", "attention_weights")
 
 ASSIGNMENT = "ps03_relevance"
 #: The notebook's setup cell.
@@ -140,6 +145,8 @@ def _cases_softmax(rng):
         (np.array([[2.0]]), -1),  # n = 1: the one weight is 1
         (np.array([[1e4, 1e4 - 1.0, -1e4], [-1e4, -1e4, -1e4]]), -1),  # huge scores
         (masked, -1),
+        (_stability.scores(rng, (3, 5), wide=False), -1),  # near +1000: exp overflows, a min-shift does not
+        (_stability.scores(rng, (3, 4), wide=True).T, 0),  # +-1000 down each column: a min-shift overflows
     ]
 
 
@@ -178,6 +185,17 @@ SOFTMAX_MISTAKES = (
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.max(e, axis=axis, keepdims=True)
 '''),
+    Mistake("shifted_by_min", _stability.shifted_by_min("each slice's"),
+            '''def softmax(x, axis=-1):
+    e = np.exp(x - np.min(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+'''),
+    Mistake("nan_on_masked_row", _stability.nan_on_masked_row(
+        "a slice whose entries are all -inf (a query that may attend to nothing)", "slice"),
+            '''def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+'''),
 )
 
 
@@ -193,6 +211,8 @@ def _cases_weights(rng):
     for n_q, n_k, d in [(2, 5, 9), (3, 3, 16), (1, 4, 2), (5, 2, 3)]:
         cases.append((rng.standard_normal((n_q, d)), rng.standard_normal((n_k, d))))
     cases.append((100.0 * rng.standard_normal((3, 4)), 100.0 * rng.standard_normal((4, 4))))  # scores ~ 1e4
+    cases.append(_stability.query_keys(rng, 3, 5, 4, wide=False))  # scores near +1000, a few units apart
+    cases.append(_stability.query_keys(rng, 4, 3, 4, wide=True))  # scores near +1000 and -1000 in each row
     return cases
 
 
@@ -231,6 +251,17 @@ WEIGHTS_MISTAKES = (
             '''def attention_weights(Q, K):
     s = K @ Q.T / np.sqrt(Q.shape[-1])
     e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+'''),
+    Mistake("not_stabilised", _stability.not_stabilised(),
+            '''def attention_weights(Q, K):
+    e = np.exp(Q @ K.T / np.sqrt(Q.shape[-1]))
+    return e / e.sum(axis=-1, keepdims=True)
+'''),
+    Mistake("shifted_by_min", _stability.shifted_by_min(),
+            '''def attention_weights(Q, K):
+    s = Q @ K.T / np.sqrt(Q.shape[-1])
+    e = np.exp(s - s.min(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 '''),
 )

@@ -15,6 +15,7 @@ from attn_ref.attention import attend_one
 from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
+from . import _stability
 
 ASSIGNMENT = "ps04_step_by_step"
 EXAMPLE = '''# The running example: four input vectors a^1..a^4 (the columns of a), d_in = 3, d_k = d_v = 2.
@@ -27,6 +28,9 @@ W_v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
 '''
 #: The notebook's setup cell: the imports and the running example (a^1..a^4 and the weights).
 SETUP = "import numpy as np\n\n" + EXAMPLE
+#: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
+#: ``shifted_by_min`` (tests/test_stability_cases.py).
+NORMALISING = ("normalise", "output_for_query")
 
 
 def _weights(rng, d_in, d_k, d_v):
@@ -141,6 +145,7 @@ def _cases_normalise(rng):
         (rng.standard_normal(7) * 3,),
         (np.array([1e4, 1e4 - 1.0, -1e4]),),  # large scores: exp overflows unless the max is subtracted
         (rng.standard_normal(4).astype(np.float32),),
+        (_stability.scores(rng, 6, wide=False),),  # near +1000, a few units apart: a min-shift still works
     ]
 
 
@@ -169,6 +174,16 @@ NORMALISE_MISTAKES = (
     out[np.argmax(alpha)] = 1.0
     return out
 '''),
+    Mistake("not_stabilised", _stability.not_stabilised("the"),
+            '''def normalise(alpha):
+    e = np.exp(alpha)
+    return e / e.sum()
+'''),
+    Mistake("shifted_by_min", _stability.shifted_by_min("the"),
+            '''def normalise(alpha):
+    e = np.exp(alpha - np.min(alpha))
+    return e / e.sum()
+'''),
 )
 
 
@@ -182,6 +197,10 @@ def _cases_output(rng):
     cases = []
     for d_in, d_k, d_v, n, i in [(3, 2, 4, 4, 0), (4, 3, 2, 5, 2), (2, 2, 3, 1, 0), (5, 4, 6, 6, 5)]:
         cases.append((rng.standard_normal((d_in, n)), i, *_weights(rng, d_in, d_k, d_v)))
+    # large scores (the lecture's unscaled q^i . k^j): near +1000 for every j, then near +1000 and -1000
+    for n, i, wide in [(5, 2, False), (6, 4, True)]:
+        x, W_q, W_k, W_v = _stability.projections(rng, n, 3, 4, 2, wide=wide, scale=1.0)
+        cases.append((x.T, i, W_q, W_k, W_v))
     return cases
 
 
@@ -222,6 +241,18 @@ OUTPUT_MISTAKES = (
             "sum_j alpha'_{i,j} v^j",
             '''def output_for_query(a, i, W_q, W_k, W_v):
     return W_v @ a[:, i]
+'''),
+    Mistake("not_stabilised", _stability.not_stabilised("the"),
+            '''def output_for_query(a, i, W_q, W_k, W_v):
+    alpha = (W_k @ a).T @ (W_q @ a[:, i])
+    e = np.exp(alpha)
+    return (W_v @ a) @ (e / e.sum())
+'''),
+    Mistake("shifted_by_min", _stability.shifted_by_min("the"),
+            '''def output_for_query(a, i, W_q, W_k, W_v):
+    alpha = (W_k @ a).T @ (W_q @ a[:, i])
+    e = np.exp(alpha - alpha.min())
+    return (W_v @ a) @ (e / e.sum())
 '''),
 )
 

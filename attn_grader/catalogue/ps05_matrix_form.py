@@ -15,6 +15,7 @@ from attn_ref.attention import self_attention, self_attention_columns
 from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
+from . import _stability
 
 ASSIGNMENT = "ps05_matrix_form"
 EXAMPLE = '''# The running example of the book (chapters "Self-attention step by step" and "Matrix form"):
@@ -28,6 +29,9 @@ W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
 '''
 #: The notebook's setup cell: the imports and the running example (same numbers as attn_ref.examples).
 SETUP = "import numpy as np\n\n" + EXAMPLE
+#: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
+#: ``shifted_by_min`` (tests/test_stability_cases.py).
+NORMALISING = ("attention_matrix", "self_attention_columns", "self_attention_rows")
 
 
 def _weights(rng, d_in, d_k, d_v):
@@ -89,6 +93,9 @@ def _cases_attention_matrix(rng):
     for d_k, n in [(9, 3), (2, 1), (16, 6)]:
         cases.append((rng.standard_normal((d_k, n)), rng.standard_normal((d_k, n))))
     cases.append((60.0 * rng.standard_normal((4, 4)), 60.0 * rng.standard_normal((4, 4))))  # scores ~ 1e4
+    for n, wide in [(5, False), (6, True)]:  # scores near +1000 in each column; then near +1000 and -1000
+        Q, K = _stability.query_keys(rng, n, n, 4, wide=wide)
+        cases.append((K.T, Q.T))
     return cases
 
 
@@ -120,6 +127,13 @@ ATTENTION_MATRIX_MISTAKES = (
             _col_softmax_mistake("K.T @ Q / K.shape[0]")),
     Mistake("qt_k", "A was computed as Q^T K; the lecture's A = K^T Q puts query i's scores in column i",
             _col_softmax_mistake("Q.T @ K / np.sqrt(K.shape[0])")),
+    Mistake("not_stabilised", _stability.not_stabilised("each column's"),
+            '''def attention_matrix(K, Q):
+    e = np.exp(K.T @ Q / np.sqrt(K.shape[0]))
+    return e / e.sum(axis=0, keepdims=True)
+'''),
+    Mistake("shifted_by_min", _stability.shifted_by_min("each column's"),
+            _col_softmax_mistake("K.T @ Q / np.sqrt(K.shape[0])").replace("A.max(", "A.min(")),
 )
 
 
@@ -133,6 +147,9 @@ def _cases_columns(rng):
     cases = []
     for d_in, d_k, d_v, n in [(3, 3, 3, 4), (4, 2, 5, 6), (2, 3, 2, 1), (5, 8, 3, 7)]:
         cases.append((rng.standard_normal((d_in, n)), *_weights(rng, d_in, d_k, d_v)))
+    for n, wide in [(5, False), (6, True)]:  # scores near +1000 in each column; then near +1000 and -1000
+        x, W_q, W_k, W_v = _stability.projections(rng, n, 4, 4, 3, wide=wide)
+        cases.append((x.T, W_q, W_k, W_v))
     return cases
 
 
@@ -172,6 +189,11 @@ COLUMNS_MISTAKES = (
     Mistake("a_prime_transposed", "the output used A' transposed (O = V A'^T); column i of O = V A' is "
             "b^i = sum_j alpha'_{i,j} v^j",
             _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", out="V @ A_prime.T")),
+    Mistake("not_stabilised", _stability.not_stabilised("each column's"),
+            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])").replace(
+                "np.exp(A - A.max(axis=0, keepdims=True))", "np.exp(A)")),
+    Mistake("shifted_by_min", _stability.shifted_by_min("each column's"),
+            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])").replace("A.max(", "A.min(")),
 )
 
 
@@ -187,6 +209,10 @@ def _cases_rows(rng):
     for batch, n, d_in, d_k, d_v in [((), 4, 3, 3, 3), ((2,), 5, 4, 2, 3), ((2, 3), 3, 2, 4, 5), ((), 1, 3, 2, 2),
                                      ((3,), 6, 5, 8, 4)]:
         cases.append((rng.standard_normal((*batch, n, d_in)), *_weights(rng, d_in, d_k, d_v)))
+    # scores near +1000 in each row (a batch of two sequences); then near +1000 and -1000
+    x, W_q, W_k, W_v = _stability.projections(rng, 2 * 4, 3, 4, 2, wide=False)
+    cases.append((x.reshape(2, 4, 3), W_q, W_k, W_v))
+    cases.append(_stability.projections(rng, 6, 3, 4, 2, wide=True))
     return cases
 
 
@@ -225,6 +251,9 @@ ROWS_MISTAKES = (
             _rows_mistake(q="X @ W_k.T", k="X @ W_q.T")),
     Mistake("weights_not_transposed", "the weights were applied without transposing (X W); W has nn.Linear's "
             "shape (d_out, d_in), so Q = X W_q^T", _rows_mistake(q="X @ W_q", k="X @ W_k", v="X @ W_v")),
+    Mistake("not_stabilised", _stability.not_stabilised(),
+            _rows_mistake().replace("np.exp(s - s.max(axis=-1, keepdims=True))", "np.exp(s)")),
+    Mistake("shifted_by_min", _stability.shifted_by_min(), _rows_mistake().replace("s.max(", "s.min(")),
 )
 
 

@@ -16,10 +16,14 @@ import numpy as np
 from attn_ref.multihead import merge_heads, multi_head_attention, split_heads
 
 from ..core import Mistake, Task
+from . import _stability
 
 ASSIGNMENT = "ps06_multi_head"
 #: The notebook's setup cell.
 SETUP = "import numpy as np"
+#: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
+#: ``shifted_by_min`` (tests/test_stability_cases.py).
+NORMALISING = ("multi_head_attention",)
 
 
 # --- task 1: split_heads --------------------------------------------------------------------------
@@ -146,7 +150,14 @@ def _cases_mha(rng):
         _mha_args(rng, 3, 4, 4),                  # d_h = 1
         _mha_args(rng, 6, 6, 1),                  # one head: plain self-attention + W_o
         _mha_args(rng, 4, 8, 2, x_scale=30.0, w_scale=3.0),   # huge scores: softmax must subtract the max
+        _large_mha_args(rng, 5, 8, 2, wide=False),  # every head's scores near +1000: a min-shift still works
+        _large_mha_args(rng, 6, 8, 2, wide=True),  # near +1000 and -1000 in every row: only the max-shift works
     ]
+
+
+def _large_mha_args(rng, n, d, h, wide):
+    X, W_q, W_k, W_v = _stability.projections(rng, n, d, d, d, wide=wide, heads=h)
+    return X, W_q, W_k, W_v, _stability.small(rng, (d, d)), h
 
 
 MHA_SOLUTION = '''def multi_head_attention(X, W_q, W_k, W_v, W_o, h):
@@ -210,6 +221,21 @@ MHA_MISTAKES = (
     Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
     return (w @ V).reshape(n, d) @ W_o.T, w
+''')),
+    Mistake("not_stabilised", _stability.not_stabilised("each row's"),
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    e = np.exp(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
+    w = e / e.sum(axis=-1, keepdims=True)
+    return _merge(w @ V) @ W_o.T, w
+''')),
+    Mistake("shifted_by_min", _stability.shifted_by_min("each row's"),
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    s = Q @ K.transpose(0, 2, 1) / np.sqrt(d // h)
+    e = np.exp(s - s.min(axis=-1, keepdims=True))
+    w = e / e.sum(axis=-1, keepdims=True)
+    return _merge(w @ V) @ W_o.T, w
 ''')),
     Mistake("heads_averaged", "the heads' attention weights were averaged into one (n, n) matrix applied "
             "to all the values; each head applies its own weights to its own v^{j,h}, and the heads are "

@@ -17,6 +17,7 @@ from attn_ref.images import patchify as _patchify
 from attn_ref.local import banded_attention
 
 from ..core import Mistake, Task
+from . import _stability
 
 ASSIGNMENT = "ps08_speech_images"
 EXAMPLE = '''# A tiny 2 x 3 RGB image: pixel (r, c) has the colour (r, c, 10 + r * 3 + c).
@@ -27,6 +28,10 @@ for r in range(2):
 '''
 #: The notebook's setup cell: the imports and the small example image.
 SETUP = "import numpy as np\n\n" + EXAMPLE
+#: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
+#: ``shifted_by_min`` (tests/test_stability_cases.py).  truncated_attention takes no mask: every row keeps its
+#: diagonal, so no row is fully masked and it has no ``nan_on_masked_row``.
+NORMALISING = ("truncated_attention",)
 
 
 # --- task 1: the band mask ----------------------------------------------------------------------
@@ -86,6 +91,11 @@ def _cases_truncated(rng):
         cases.append((rng.standard_normal((n, d_k)), rng.standard_normal((n, d_k)), rng.standard_normal((n, d_v)), w))
     # large scores: exp overflows unless the row maximum is subtracted
     cases.append((30 * rng.standard_normal((6, 4)), 30 * rng.standard_normal((6, 4)), rng.standard_normal((6, 2)), 1))
+    # scores near +1000, a few units apart (a min-shift still works); then near +1000 and -1000: some query's
+    # band holds both, since neighbouring positions differ in sign somewhere
+    for n, w, wide in [(7, 2, False), (8, 1, True)]:
+        Q, K = _stability.query_keys(rng, n, n, 4, wide=wide)
+        cases.append((Q, K, _stability.small(rng, (n, 3)), w))
     return cases
 
 
@@ -150,6 +160,15 @@ TRUNCATED_MISTAKES = (
             _trunc_mistake('''    scores = np.where(dist <= w, scores, -np.inf)
     e = np.exp(scores - scores.max(axis=0, keepdims=True))
     return (e / e.sum(axis=0, keepdims=True)) @ V
+''')),
+    Mistake("not_stabilised", _stability.not_stabilised(),
+            _trunc_mistake('''    e = np.exp(np.where(dist <= w, scores, -np.inf))
+    return (e / e.sum(axis=1, keepdims=True)) @ V
+''')),
+    Mistake("shifted_by_min", _stability.shifted_by_min(),
+            _trunc_mistake('''    scores = scores - scores.min(axis=1, keepdims=True)
+    e = np.exp(np.where(dist <= w, scores, -np.inf))
+    return (e / e.sum(axis=1, keepdims=True)) @ V
 ''')),
 )
 

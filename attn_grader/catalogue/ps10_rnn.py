@@ -19,9 +19,13 @@ from attn_ref.recurrent import path_length as _path_length
 from attn_ref.recurrent import rnn_forward as _rnn_forward
 
 from ..core import Mistake, Task
+from . import _stability
 
 ASSIGNMENT = "ps10_rnn"
 SETUP = "import numpy as np"
+#: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
+#: ``shifted_by_min`` (tests/test_stability_cases.py).
+NORMALISING = ("attention_all",)
 
 
 # --- task 1: the RNN loop --------------------------------------------------------------------------
@@ -99,6 +103,9 @@ def _cases_attention(rng):
     # large scores: exp overflows unless the row maximum is subtracted
     cases.append((30 * rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal((3, 3)),
                   rng.standard_normal((2, 3))))
+    # scores near +1000 in every row, a few units apart (a min-shift still works); then near +1000 and -1000
+    cases.append(_stability.projections(rng, 5, 3, 4, 2, wide=False))
+    cases.append(_stability.projections(rng, 6, 3, 4, 3, wide=True))
     return cases
 
 
@@ -147,6 +154,15 @@ ATTENTION_MISTAKES = (
     e = np.exp(s - s.max(axis=1, keepdims=True))
     return (e / e.sum(axis=1, keepdims=True)) @ V
 '''),
+    Mistake("not_stabilised", _stability.not_stabilised(),
+            _attention_mistake('''    e = np.exp(Q @ K.T / np.sqrt(d_k))
+    return (e / e.sum(axis=1, keepdims=True)) @ V
+''')),
+    Mistake("shifted_by_min", _stability.shifted_by_min(),
+            _attention_mistake('''    s = Q @ K.T / np.sqrt(d_k)
+    e = np.exp(s - s.min(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)) @ V
+''')),
 )
 
 

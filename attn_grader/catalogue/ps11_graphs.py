@@ -19,6 +19,7 @@ from attn_ref.graph import gat_layer
 from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
+from . import _stability
 
 ASSIGNMENT = "ps11_graphs"
 EXAMPLE = '''# A small directed graph: edges 0 -> 1, 1 -> 2, 2 -> 0, 2 -> 3 (row 0: sources, row 1: targets).
@@ -27,6 +28,14 @@ edge_index = np.array([[0, 1, 2, 2],
 '''
 #: The notebook's setup cell: the imports and the small example graph.
 SETUP = "import numpy as np\n\n" + EXAMPLE
+#: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
+#: ``shifted_by_min`` (tests/test_stability_cases.py); both take a mask and have a node with no neighbour.
+NORMALISING = ("masked_softmax", "graph_attention")
+
+#: The pyGAT idiom ``torch.where(adj > 0, e, -9e15)``: a node with no neighbour gets uniform weights.
+MINUS_9E15 = ("the masked scores were filled with -9e15 instead of -inf (the pyGAT idiom torch.where(adj > 0, "
+              "e, -9e15)): a node with no neighbour (a fully masked row) then gets the uniform weight 1/n on "
+              "every node instead of zero weights; fill with -inf, and give a row with no allowed entry zeros")
 
 
 def _random_edges(rng, n, m, self_loop=False):
@@ -124,7 +133,18 @@ def _cases_masked_softmax(rng):
         (rng.standard_normal((5, 5)), no_neighbour),
         (1e4 * rng.standard_normal((5, 5)), _random_mask(rng, 5, 0.6)),  # large scores: subtract the row max
         (rng.standard_normal((7, 7)), _random_mask(rng, 7, 0.5)),
+        # near +1000, a few units apart (a min-shift still works); then near +1000 and -1000 in every row
+        (_stability.scores(rng, (5, 5), wide=False), _random_mask(rng, 5, 0.6)),
+        _wide_masked_scores(rng, 6),
     ]
+
+
+def _wide_masked_scores(rng, n):
+    """Scores near +1000 in some columns and -1000 in the others; every node attends to one of each."""
+    scores = _stability.scores(rng, (n, n), wide=True)
+    mask = _random_mask(rng, n, 0.4)
+    mask[:, [np.argmax(scores[0]), np.argmin(scores[0])]] = True
+    return scores, mask
 
 
 SOFTMAX_SOLUTION = '''def masked_softmax(scores, mask):
@@ -168,6 +188,30 @@ SOFTMAX_MISTAKES = (
     t = e.sum(axis=0, keepdims=True)
     return e / np.where(t == 0, 1.0, t)
 '''),
+    Mistake("not_stabilised", _stability.not_stabilised(),
+            '''def masked_softmax(scores, mask):
+    e = np.exp(np.where(mask, scores, -np.inf))
+    t = e.sum(axis=1, keepdims=True)
+    return e / np.where(t == 0, 1.0, t)
+'''),
+    Mistake("shifted_by_min", _stability.shifted_by_min(),
+            '''def masked_softmax(scores, mask):
+    e = np.exp(np.where(mask, scores - scores.min(axis=1, keepdims=True), -np.inf))
+    t = e.sum(axis=1, keepdims=True)
+    return e / np.where(t == 0, 1.0, t)
+'''),
+    Mistake("nan_on_masked_row", _stability.nan_on_masked_row("the row of a node with no neighbour (all masked)"),
+            '''def masked_softmax(scores, mask):
+    s = np.where(mask, scores, -np.inf)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+'''),
+    Mistake("filled_with_minus_9e15", MINUS_9E15,
+            '''def masked_softmax(scores, mask):
+    s = np.where(mask, scores, -9e15)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+'''),
 )
 
 
@@ -187,7 +231,29 @@ def _cases_gat(rng):
             mask[5] = False  # node 5 has no neighbour and no self-loop: zero weights, zero output
         cases.append((rng.standard_normal((n, d_in)), mask, rng.standard_normal((d_out, d_in)),
                       rng.standard_normal(d_out), rng.standard_normal(d_out)))
+    cases.append(_large_gat_args(rng, 6, 4, 3, wide=False))  # e_ij near +1000: a min-shift still works
+    cases.append(_large_gat_args(rng, 7, 4, 3, wide=True))  # e_ij near +1000 and -200: only the max-shift works
     return cases
+
+
+def _large_gat_args(rng, n, d_in, d_out, wide):
+    """Scores e_ij = LeakyReLU(a_dst . W x_i + a_src . W x_j) near +1000 for every i, j (narrow: a_dst reads a
+    large common component of x); wide: a_src reads it as +-10, so e_ij is near +1000 or 0.2 * -1000."""
+    X = _stability.small(rng, (n, d_in))
+    X[:, 0] = 10.0 * (_stability.signs(rng, n) if wide else 1.0)
+    W = _stability.small(rng, (d_out, d_in))
+    W[:, 0], W[0] = 0.0, 0.0
+    W[0, 0] = 4.0  # (W x_i)[0] = 40 or +-40
+    X[:, 1] = rng.permutation(np.resize([1.0, 0.0, -1.0], n))
+    W[1, :2] = 0.0, 1.0  # (W x_j)[1] = x_j[1] + ...: the neighbours' scores differ by a few units
+    a_src, a_dst = _stability.small(rng, d_out), _stability.small(rng, d_out)
+    a_src[1] = 1.0
+    (a_src if wide else a_dst)[0] = _stability.OFFSET / 40.0
+    (a_dst if wide else a_src)[0] = 0.0
+    mask = _random_mask(rng, n, 0.4)
+    if wide:  # every node attends to a node of each sign: its scores spread over about 1200
+        mask[:, [np.argmax(X[:, 0]), np.argmin(X[:, 0])]] = True
+    return X, mask, W, a_src, a_dst
 
 
 GAT_SOLUTION = '''def graph_attention(X, A, W, a_src, a_dst):
@@ -245,6 +311,26 @@ GAT_MISTAKES = (
     Mistake("mask_transposed", "the mask was used transposed (edge direction reversed): A[i, j] True means "
             "node i (row) may attend to node j",
             _gat_mistake(_SCORE, _LEAKY, _MASKED.replace("np.where(A,", "np.where(A.T,"))),
+    Mistake("not_stabilised", _stability.not_stabilised(),
+            _gat_mistake(_SCORE, _LEAKY, '''    p = np.exp(np.where(A, e, -np.inf))
+    t = p.sum(axis=1, keepdims=True)
+    alpha = p / np.where(t == 0, 1.0, t)
+''')),
+    Mistake("shifted_by_min", _stability.shifted_by_min(),
+            _gat_mistake(_SCORE, _LEAKY, '''    p = np.exp(np.where(A, e - e.min(axis=1, keepdims=True), -np.inf))
+    t = p.sum(axis=1, keepdims=True)
+    alpha = p / np.where(t == 0, 1.0, t)
+''')),
+    Mistake("nan_on_masked_row", _stability.nan_on_masked_row("the row of a node with no neighbour (all masked)"),
+            _gat_mistake(_SCORE, _LEAKY, '''    s = np.where(A, e, -np.inf)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    alpha = p / p.sum(axis=1, keepdims=True)
+''')),
+    Mistake("filled_with_minus_9e15", MINUS_9E15,
+            _gat_mistake(_SCORE, _LEAKY, '''    s = np.where(A, e, -9e15)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    alpha = p / p.sum(axis=1, keepdims=True)
+''')),
 )
 
 TASKS = [

@@ -16,10 +16,15 @@ from attn_ref.efficient import blocked_attention
 from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
+from . import _stability
 
 ASSIGNMENT = "ps12_efficient"
 #: The notebook's setup cell.
 SETUP = "import numpy as np\n"
+#: The tasks that normalise scores with a softmax: each has large-score cases, an unshifted mistake
+#: (``max_not_subtracted`` for online_softmax, ``not_stabilised`` for the others) and ``shifted_by_min``
+#: (tests/test_stability_cases.py).  None takes a mask.
+NORMALISING = ("online_softmax", "online_step", "blocked_attention")
 
 
 # --- task 1: the online softmax of one row -----------------------------------------------------
@@ -41,6 +46,8 @@ def _cases_online_softmax(rng):
         (np.array([1e4, -3.0, 1e4 - 2.0, 5e3, 1e4 - 1.0]), 2),  # large scores
         (np.sort(rng.standard_normal(9)), 2),  # increasing: the maximum moves at every block
         (np.sort(rng.standard_normal(9))[::-1].copy(), 4),  # decreasing: the maximum is in the first block
+        (_stability.scores(rng, 7, wide=False), 3),  # near +1000, a few units apart
+        (_stability.scores(rng, 8, wide=True), 3),  # near +1000 and -1000
     ]
 
 
@@ -111,6 +118,19 @@ ONLINE_SOFTMAX_MISTAKES = (
         l = l + np.sum(np.exp(x[j0:j0 + block]))
     return 0.0, l, np.exp(x) / l
 '''),
+    Mistake("shifted_by_min", "a running minimum was kept instead of the running maximum: m must be the "
+            "maximum of x, and exp(x_j - min) reaches exp(max - min), which overflows once the scores spread "
+            "over more than about 709; keep m_new = max(m_old, max of the block), so that every exponent is <= 0",
+            '''def online_softmax(x, block):
+    m, l = np.inf, 0.0
+    for j0 in range(0, len(x), block):
+        xb = x[j0:j0 + block]
+        m_new = min(m, np.min(xb))
+        l = l * np.exp(m - m_new) if l > 0 else 0.0
+        l = l + np.sum(np.exp(xb - m_new))
+        m = m_new
+    return m, l, np.exp(x - m) / l
+'''),
 )
 
 
@@ -132,6 +152,10 @@ def _cases_online_step(rng):
         cases.append((m, float(rng.uniform(1, 4)), rng.standard_normal(d_v), s, rng.standard_normal((c, d_v))))
     s = np.array([1e4, 1e4 - 1.0, 0.0])
     cases.append((1e4 - 0.5, 1.3, np.array([0.2, -0.4]), s, rng.standard_normal((3, 2))))  # large scores
+    # scores near +1000, a few units apart, the old maximum among them; then near +1000 and -1000
+    for c, wide in [(5, False), (6, True)]:
+        s = _stability.scores(rng, c, wide=wide)
+        cases.append((float(s.max()) - 0.75, 1.5, _stability.small(rng, 2), s, _stability.small(rng, (c, 2))))
     return cases
 
 
@@ -179,6 +203,23 @@ ONLINE_STEP_MISTAKES = (
     p = np.exp(s - m_new)
     return m_new, l * c + np.sum(p), acc * c + (p / np.sum(p)) @ V
 '''),
+    Mistake("not_stabilised", "exp was taken of the raw scores (exp(s_j), and l and acc kept unscaled) "
+            "instead of exp(s_j - m_new): exp overflows for large scores (exp(710) is already inf); l and acc "
+            "hold sums of exp(s_j - m_new), rescaled by exp(m_old - m_new) when the maximum grows",
+            '''def online_step(m, l, acc, s, V):
+    m_new = max(m, np.max(s))
+    p = np.exp(s)
+    return m_new, l + np.sum(p), acc + p @ V
+'''),
+    Mistake("shifted_by_min", "the running minimum was kept instead of the running maximum (m_new = min(m_old, "
+            "min_j s_j)): exp(s_j - m_new) then exceeds 1 and overflows once the scores spread over more than "
+            "about 709; m_new = max(m_old, max_j s_j), so that every exponent is <= 0",
+            '''def online_step(m, l, acc, s, V):
+    m_new = min(m, np.min(s))
+    c = np.exp(m - m_new)
+    p = np.exp(s - m_new)
+    return m_new, l * c + np.sum(p), acc * c + p @ V
+'''),
 )
 
 
@@ -196,6 +237,10 @@ def _cases_blocked(rng):
                       rng.standard_normal((n_k, d_v)), block))
     Q = rng.standard_normal((3, 4)) * 60  # large scores: exp overflows without the running maximum
     cases.append((Q, rng.standard_normal((9, 4)) * 60, rng.standard_normal((9, 3)), 4))
+    # scores near +1000, a few units apart (a shift by the minimum still works); then near +1000 and -1000
+    for n_q, n_k, wide in [(3, 9, False), (4, 10, True)]:
+        Q, K = _stability.query_keys(rng, n_q, n_k, 4, wide=wide)
+        cases.append((Q, K, _stability.small(rng, (n_k, 3)), 4))
     return cases
 
 
@@ -260,6 +305,17 @@ BLOCKED_MISTAKES = (
             _blocked_with("    Q = Q / np.sqrt(d_k)\n", "")),
     Mistake("not_normalised", "the output was not divided by the running sum l at the end",
             _blocked_with("return acc / l", "return acc")),
+    Mistake("not_stabilised", "exp was taken of the raw scores (no running maximum: P = exp(S)), so exp "
+            "overflows for large scores (exp(710) is already inf) and the output becomes NaN; keep the running "
+            "maximum m, take exp(S - m_new) and rescale l and acc by exp(m_old - m_new)",
+            _blocked_with("P = np.exp(S - m_new)", "P = np.exp(S)").replace("c = np.exp(m - m_new)", "c = 1.0")),
+    Mistake("shifted_by_min", "a running minimum of the scores was subtracted instead of the running maximum: "
+            "exp(S - m) then reaches exp(max - min), which overflows once a query's scores spread over more than "
+            "about 709; keep the running maximum, so that every exponent is <= 0",
+            _blocked_with("m_new = np.maximum(m, S.max(axis=1, keepdims=True))",
+                          "m_new = np.minimum(m, S.min(axis=1, keepdims=True))").replace(
+                "m = np.full((n_q, 1), -np.inf)", "m = np.full((n_q, 1), np.inf)").replace(
+                "c = np.exp(m - m_new)", "c = np.where(np.isinf(m), 0.0, np.exp(m - m_new))")),
 )
 
 

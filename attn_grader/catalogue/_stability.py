@@ -1,0 +1,95 @@
+"""Hidden inputs with large scores, for every task that normalises scores with a softmax (issue 17).
+
+Two kinds of case, so that the two stability mistakes are told apart:
+
+* ``narrow``: every score of a row lies near +1000, a few units apart.  exp(1000) is inf, so a
+  softmax that does not subtract the maximum returns NaN; a shift by the row's *minimum* still works.
+* ``wide``: each row holds scores near +1000 and near -1000 (a spread of 2000): a shift by the minimum
+  overflows too (exp(2000) is inf), only the shift by the maximum survives.
+
+Every value is a small integer times a power of two (scales 1/2, 1/4 or 1 only), so a float32 answer
+computes the same scores exactly and passes (tests/test_catalogues.py grades a float32 solution).
+Which extreme a row takes in a wide case is drawn from ``rng``; both are always present.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The size of the large scores: exp(OFFSET) overflows float64 (exp(709.8) is the largest finite).
+OFFSET = 1000.0
+
+
+def signs(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n values +1 and -1 in random order, both present when n >= 2."""
+    return rng.permutation(np.resize([1.0, -1.0], n))
+
+
+def small(rng: np.random.Generator, shape) -> np.ndarray:
+    """Small integers -1, 0, 1 (the part of an input that spreads the scores by a few units)."""
+    return rng.integers(-1, 2, size=shape).astype(float)
+
+
+def scores(rng: np.random.Generator, shape, wide: bool) -> np.ndarray:
+    """Raw scores (..., n): OFFSET plus quarter units (narrow), or +-OFFSET along the last axis (wide)."""
+    out = OFFSET + rng.integers(-8, 9, size=shape) / 4
+    if wide:
+        out = out * signs(rng, shape if isinstance(shape, int) else shape[-1])
+    return out
+
+
+def query_keys(rng: np.random.Generator, n_q: int, n_k: int, d: int, wide: bool, scale: float | None = None):
+    """Q (n_q, d), K (n_k, d) with q_i . k_j * scale = OFFSET (narrow) or +-OFFSET (wide), plus a few units.
+
+    scale: None means 1/sqrt(d); d must be 1, 4 or 16 (a power of two square root, exact in float32).
+    Column 0 carries the large common component, the other columns are small integers.
+    """
+    scale = 1 / np.sqrt(d) if scale is None else scale
+    Q, K = small(rng, (n_q, d)), small(rng, (n_k, d))
+    Q[:, 0] = 40.0 * (signs(rng, n_q) if wide else 1.0)
+    K[:, 0] = OFFSET / (40.0 * scale) * (signs(rng, n_k) if wide else 1.0)
+    return Q, K
+
+
+def projections(rng: np.random.Generator, n: int, d_in: int, d_k: int, d_v: int, wide: bool, heads: int = 1,
+                scale: float | None = None):
+    """x (n, d_in) and W_q, W_k (d_k, d_in), W_v (d_v, d_in) whose scores are large (row layout).
+
+    Column 0 of x is a large common component (10, or +-10 when ``wide``); the first row of each head's
+    block of W_q and W_k reads only that column, the other rows only the small integers of the other
+    columns.  So head h's score q^{i,h} . k^{j,h} * scale is OFFSET (narrow; +-OFFSET wide) plus a few
+    units.  scale: None means 1/sqrt(d_k / heads); d_k / heads must be 1, 4 or 16.
+    """
+    d_h = d_k // heads
+    scale = 1 / np.sqrt(d_h) if scale is None else scale
+    x = small(rng, (n, d_in))
+    x[:, 0] = 10.0 * (signs(rng, n) if wide else 1.0)
+    W_q, W_k, W_v = small(rng, (d_k, d_in)), small(rng, (d_k, d_in)), small(rng, (d_v, d_in))
+    W_q[:, 0] = W_k[:, 0] = 0.0
+    for h in range(heads):
+        r = h * d_h
+        W_q[r], W_k[r] = 0.0, 0.0
+        W_q[r, 0] = 4.0
+        W_k[r, 0] = OFFSET / (400.0 * scale)  # (4 * 10) * (W_k[r, 0] * 10) * scale = OFFSET
+    return x, W_q, W_k, W_v
+
+
+def nan_on_masked_row(what: str = "a row whose entries are all masked", row: str = "row") -> str:
+    """The message of ``nan_on_masked_row``: why a fully masked row gave NaN, and what to do instead."""
+    return (f"{what} gave NaN: its maximum is -inf, and -inf - (-inf) is NaN (then 0 / 0); such a {row} has "
+            f"no weight to give and must be all zeros: subtract 0 where the maximum is -inf and divide by 1 "
+            f"where the sum is 0")
+
+
+def not_stabilised(where: str = "each row's") -> str:
+    """The message of ``not_stabilised``: no shift before exp."""
+    return (f"exp was taken of the raw scores without subtracting {where} maximum, so exp overflows for large "
+            f"scores (exp(710) is already inf) and the weights become NaN; subtract the maximum first: "
+            f"softmax(s) = softmax(s - max s), and every exponent is then <= 0")
+
+
+def shifted_by_min(where: str = "each row's") -> str:
+    """The message of ``shifted_by_min``: the wrong extreme subtracted."""
+    return (f"{where} minimum was subtracted before exp instead of the maximum: exp(s - min s) reaches "
+            f"exp(max s - min s), which overflows once the scores spread over more than about 709 (scores "
+            f"near +1000 and -1000); subtract the maximum, so that every exponent is <= 0")
