@@ -86,23 +86,23 @@ def to_numpy(x):
     return np.asarray(x)
 
 
-#: The tolerance policy.  A task's ``rtol``/``atol`` hold for an output in float64 (what the reference
-#: computes).  An output a student computed in a narrower float type is compared with tolerances suited
-#: to that type: a correct float32 computation (torch's default dtype, or ``np.float32`` inputs) differs
-#: from the float64 reference by a few hundred float32 roundings at most (float32's epsilon is 1.2e-7;
-#: a sinusoidal table at position 500 in float32 is off by about 3e-5).  So float32 gets
-#: rtol = 1e-4 and atol = 1e-4 x the reference's largest magnitude (at least 1), float16 and bfloat16
-#: 1e-2.  No catalogued mistake hides under them: tests/test_catalogues.py grades every mistake's output
+#: The tolerance policy.  A correct answer computed in float32 (torch's default dtype, ``np.float32``
+#: inputs, or one float32 step inside) differs from the float64 reference by a few hundred float32
+#: roundings at most (float32's epsilon is 1.2e-7; a sinusoidal table at position 500 computed in float32
+#: is off by about 3e-5), and it may come back as float32 or, promoted by a float64 scalar such as
+#: ``np.sqrt(d)``, as float64.  So every float output is compared with at least rtol = 1e-4 and
+#: atol = 1e-4 x the reference's largest finite magnitude (at least 1); a float16 or bfloat16 output with
+#: 1e-2.  No catalogued mistake hides under these: tests/test_catalogues.py grades every mistake's output
 #: cast to float32 and still names it.
-NARROW_FLOAT_TOLERANCE = {4: 1e-4, 2: 1e-2}  # itemsize of the student's float -> rtol and atol factor
+FLOAT_TOLERANCE = {8: 1e-4, 4: 1e-4, 2: 1e-2}  # itemsize of the student's float -> rtol and atol factor
 
 
 def tolerances(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
-    """The (rtol, atol) for comparing ``got`` with ``expected``: the task's, widened for a narrow float."""
+    """The (rtol, atol) for comparing ``got`` with ``expected``: the task's, widened for float rounding."""
     if got.dtype.kind not in "fc":
         return rtol, atol
     itemsize = got.dtype.itemsize // (2 if got.dtype.kind == "c" else 1)
-    tol = NARROW_FLOAT_TOLERANCE.get(itemsize)
+    tol = FLOAT_TOLERANCE.get(itemsize)
     if tol is None:
         return rtol, atol
     with np.errstate(invalid="ignore"):
@@ -115,7 +115,7 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
                         equal_nan: bool = False) -> str | None:
     """``None`` when ``got`` matches ``expected``; otherwise one sentence saying what differs.
 
-    The tolerances are the task's for a float64 output, wider for a float32 or float16 one
+    The tolerances are the task's, widened so that a correct float32 computation passes
     (:func:`tolerances`).  ``equal_nan`` is for diagnosis only: a NaN never matches the reference, but it
     may match a mistake.
     """

@@ -83,7 +83,7 @@ PROJECT_MISTAKES = (
 
 # --- task 2: A' ---------------------------------------------------------------------------------
 
-def _ref_attention_matrix(K, Q):
+def _ref_attention_matrix(Q, K):
     K, Q = np.asarray(K, dtype=float), np.asarray(Q, dtype=float)
     return softmax((K.T @ Q) / np.sqrt(K.shape[0]), axis=0)
 
@@ -95,12 +95,12 @@ def _cases_attention_matrix(rng):
     cases.append((60.0 * rng.standard_normal((4, 4)), 60.0 * rng.standard_normal((4, 4))))  # scores ~ 1e4
     for n, wide in [(5, False), (6, True)]:  # scores near +1000 in each column; then near +1000 and -1000
         Q, K = _stability.query_keys(rng, n, n, 4, wide=wide)
-        cases.append((K.T, Q.T))
+        cases.append((Q.T, K.T))
     return cases
 
 
-ATTENTION_MATRIX_SOLUTION = '''def attention_matrix(K, Q):
-    """A' = softmax of each column of K^T Q / sqrt(d_k). K, Q: (d_k, n) -> (n, n), columns sum to 1."""
+ATTENTION_MATRIX_SOLUTION = '''def attention_matrix(Q, K):
+    """A' = softmax of each column of K^T Q / sqrt(d_k). Q, K: (d_k, n) -> (n, n), columns sum to 1."""
     ### BEGIN SOLUTION
     A = K.T @ Q / np.sqrt(K.shape[0])  # (n, n): A[j, i] = k^j . q^i / sqrt(d_k)
     e = np.exp(A - A.max(axis=0, keepdims=True))  # stable: subtract each column's max
@@ -110,7 +110,7 @@ ATTENTION_MATRIX_SOLUTION = '''def attention_matrix(K, Q):
 
 
 def _col_softmax_mistake(expr: str, axis: int = 0) -> str:
-    return f'''def attention_matrix(K, Q):
+    return f'''def attention_matrix(Q, K):
     A = {expr}
     e = np.exp(A - A.max(axis={axis}, keepdims=True))
     return e / e.sum(axis={axis}, keepdims=True)
@@ -128,7 +128,7 @@ ATTENTION_MATRIX_MISTAKES = (
     Mistake("qt_k", "A was computed as Q^T K; the lecture's A = K^T Q puts query i's scores in column i",
             _col_softmax_mistake("Q.T @ K / np.sqrt(K.shape[0])")),
     Mistake("not_stabilised", _stability.not_stabilised("each column's"),
-            '''def attention_matrix(K, Q):
+            '''def attention_matrix(Q, K):
     e = np.exp(K.T @ Q / np.sqrt(K.shape[0]))
     return e / e.sum(axis=0, keepdims=True)
 '''),

@@ -201,6 +201,13 @@ def _mha_mistake(body: str) -> str:
 
 
 MHA_MISTAKES = (
+    Mistake("weights_transposed", "the weights were used untransposed (X @ W instead of X @ W.T); they have "
+            "the shape of torch.nn.Linear.weight, (d_out, d_in), so Q = X W_q^T, and out = merge(...) W_o^T",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q, h), _split(X @ W_k, h), _split(X @ W_v, h)
+    w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
+    return _merge(w @ V) @ W_o, w
+''')),
     Mistake("scale_by_d_model", "the scores were divided by sqrt(d_model); each head's dot products are "
             "between vectors of length d_h = d_model / h, so divide by sqrt(d_h)",
             _mha_mistake('''    n, d = X.shape
