@@ -25,7 +25,8 @@ def allowed_roots() -> list[str]:
     roots = {os.getcwd(), "/tmp", "/usr", "/etc", "/dev", "/proc/self", "/proc/thread-self", "/sys",
              sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
     roots |= {p for p in sys.path if p and os.path.isdir(p)}
-    return sorted({os.path.realpath(r) for r in roots})
+    # /proc/self resolves to /proc/<pid>: keep the names too (torch reads /proc/self/maps on import).
+    return sorted({os.path.realpath(r) for r in roots} | {"/proc/self", "/proc/thread-self"})
 
 
 def install_watch(log_path: str) -> None:

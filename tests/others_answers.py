@@ -72,6 +72,30 @@ COSINE_ONE_NORM = '''def cosine_similarity_matrix(X):
     return (X @ X.T) / norms
 '''
 
+# pyGAT's layer (Diego999/pyGAT, layers.py): masked scores filled with -9e15, then a softmax.
+PYGAT_MASKED_SOFTMAX = '''def masked_softmax(scores, mask):
+    zero_vec = -9e15 * np.ones_like(scores)
+    attention = np.where(mask > 0, scores, zero_vec)
+    attention = np.exp(attention - np.max(attention, axis=1, keepdims=True))
+    return attention / np.sum(attention, axis=1, keepdims=True)
+'''
+
+# d2l's DotProductAttention, in PyTorch and float32 (allowed: only PyTorch's own attention is not).
+TORCH_ROWS = '''import math
+
+import torch
+
+
+def self_attention_rows(X, W_q, W_k, W_v):
+    X = torch.as_tensor(X, dtype=torch.float32)
+    Q = X @ torch.as_tensor(W_q, dtype=torch.float32).T
+    K = X @ torch.as_tensor(W_k, dtype=torch.float32).T
+    V = X @ torch.as_tensor(W_v, dtype=torch.float32).T
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(Q.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    return torch.matmul(weights, V), weights
+'''
+
 OTHERS = [
     ("float32_table", "ps07_positional", {"sinusoidal_table_answer": FLOAT32_TABLE},
      {"sinusoidal_table": (True, None, ())}),
@@ -80,10 +104,14 @@ OTHERS = [
     ("doubled_exponent", "ps07_positional", {"sinusoidal_table_answer": DOUBLED_EXPONENT_TABLE},
      {"sinusoidal_table": (False, "exponent_doubled", ())}),
     ("nan_row_softmax", "ps03_relevance", {"softmax_answer": NAN_ROW_SOFTMAX},
-     {"softmax": (False, None, ("axis_ignored",))}),
+     {"softmax": (False, "nan_on_masked_row", ("axis_ignored",))}),
+    ("pygat_fill", "ps11_graphs", {"masked_softmax_answer": PYGAT_MASKED_SOFTMAX},
+     {"masked_softmax": (False, "filled_with_minus_9e15", ())}),
     ("helper_later", "ps03_relevance", {"softmax_answer": RIGHT_SOFTMAX,
                                         "attention_weights_answer": HELPER_IN_LATER_CELL},
      {"softmax": (True, None, ()), "attention_weights": (True, None, ())}),
+    ("torch_float32_rows", "ps05_matrix_form", {"self_attention_rows_answer": TORCH_ROWS},
+     {"self_attention_rows": (True, None, ())}),
     ("cosine_one_norm", "ps01_vector_sets", {"cosine_similarity_matrix_answer": COSINE_ONE_NORM},
      {"cosine_similarity_matrix": (False, "one_length_only", ())}),
 ]
