@@ -191,7 +191,7 @@ def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int
     may attend to no key gets a zero output.  The dtype of the inputs is kept (float32
     stays float32): peak memory O((n_q + n_k) * d + block_q * block) per thread.
     lazy: after a query block's first key block, try each tile with the old shift and redo it exactly
-    only when its sums exceed ``LAZY_LIMIT`` (same answer, about a sixth less time); False: every tile
+    only when its sums exceed ``LAZY_LIMIT`` (same answer; the book's appendix measures the saving); False: every tile
     exact, the textbook online softmax.
     For large inputs the query blocks are shared among as many Python threads as NumPy's BLAS
     may use (``threadpoolctl.threadpool_limits`` sets that), each running BLAS on one thread.
