@@ -19,7 +19,8 @@ time, memory O(n * block) instead of O(n^2).  The attention weights are never fo
 
 Two choices make each tile cheap in NumPy, where every pass over the tile is a separate
 call: scores are kept in log2 units (log2 e folded into the scale, as FlashAttention's
-kernels do) because ``np.exp2`` is faster than ``np.exp``; and the shift of the
+kernels do, where 2^x is the native instruction; whether ``np.exp2`` beats ``np.exp`` on a CPU
+depends on the NumPy build); and the shift of the
 exponentials moves *lazily* (see :func:`_attention_block`), so most tiles need no max
 pass, no subtraction and no rescaling: a product, an exp2 and a product.
 """
@@ -43,16 +44,17 @@ LOG2E = 1.0 / math.log(2.0)  # exp(x) = 2^(x log2 e)
 class OnlineSoftmax(NamedTuple):
     """What :func:`online_softmax_trace` records after each block of one row."""
 
-    m: np.ndarray  # (n_blocks,) running maximum after each block
-    l: np.ndarray  # (n_blocks,) running sum of exp(x_j - m) after each block  # noqa: E741
-    softmax: np.ndarray  # (n,) the softmax of the row, from the final m and l
+    mu: np.ndarray  # (n_blocks,) running maximum after each block
+    s: np.ndarray  # (n_blocks,) running sum of exp(x_j - mu) after each block
+    softmax: np.ndarray  # (n,) the softmax of the row, from the final mu and s
 
 
 def online_softmax_trace(x, block: int) -> OnlineSoftmax:
     """Softmax of one row ``x`` (n,) read ``block`` entries at a time (Milakov & Gimelshein 2018, alg. 3).
 
-    After each block: m_new = max(m, max(block)); l = l * exp(m - m_new) + sum exp(block - m_new).
-    Returns the running m and l after every block and the softmax exp(x - m) / l.
+    After each block: mu_new = max(mu, max(block)); s = s * exp(mu - mu_new) + sum exp(block - mu_new).
+    Returns the running mu and s after every block and the softmax exp(x - mu) / s (the book's
+    notation; FlashAttention writes m and l).
     A row of only -inf gives zeros (the :func:`attn_ref.softmax` convention).
     """
     x = as_array(x, "x")
@@ -119,7 +121,7 @@ def _attention_rows(qa, k1_t, v1, mask, causal: bool, lazy: bool, row_blocks, bl
     qa: (n_q, d_k + 1), q * scale * log2(e) with a last column this function owns for its rows
     (it holds -c_i, the shift of query i's scores); k1_t: (d_k + 1, n_k), k^T with a row of ones;
     v1: (n_k, d_v + 1) from :func:`_with_ones`; mask: (n_q, n_k) or None.
-    Scores are in log2 units, so exp2 (faster than exp in NumPy) gives exp(score - shift).
+    Scores are in log2 units, so exp2 gives exp(score - shift).
     """
     n_k, d_v, dtype = k1_t.shape[1], v1.shape[1] - 1, out.dtype
     log2e = dtype.type(LOG2E)
@@ -189,7 +191,7 @@ def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int
     may attend to no key gets a zero output.  The dtype of the inputs is kept (float32
     stays float32): peak memory O((n_q + n_k) * d + block_q * block) per thread.
     lazy: after a query block's first key block, try each tile with the old shift and redo it exactly
-    only when its sums exceed ``LAZY_LIMIT`` (same answer, about a sixth less time); False: every tile
+    only when its sums exceed ``LAZY_LIMIT`` (same answer; the book's appendix measures the saving); False: every tile
     exact, the textbook online softmax.
     For large inputs the query blocks are shared among as many Python threads as NumPy's BLAS
     may use (``threadpoolctl.threadpool_limits`` sets that), each running BLAS on one thread.

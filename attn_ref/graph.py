@@ -9,6 +9,9 @@ edge; the adjacency matrix (with self-loops) is the mask.  This is GAT (Veličko
     alpha_ij = softmax over the neighbours j of i (i itself included) of e_ij
     out_i = || over heads (or mean over heads) of  sum_j alpha_ij h_j,  plus bias
 
+(the paper's notation; the book's chapter "Graphs" writes a^i for x_i, w for a, alpha_{i,j} for
+e_ij, alpha'_{i,j} for alpha_ij and b^i for out_i, and calls the mask M).
+
 Edges follow PyTorch Geometric: ``edge_index`` is (2, E) with row 0 the *source* j and row 1
 the *target* i; messages flow source -> target, so node i attends to the sources of its
 incoming edges.  In the mask ``mask[i, j]`` (row = receiving node = query, column = sending

@@ -154,9 +154,9 @@ def test_bad_shapes_raise_valueerror_naming_shapes(rng):
 def test_online_softmax_trace_running_max_and_sum():
     x = np.array([1.0, 3.0, 2.0, 5.0, 4.0])
     tr = online_softmax_trace(x, block=2)
-    np.testing.assert_allclose(tr.m, [3.0, 5.0, 5.0])  # blocks [1, 3], [2, 5], [4]
-    # after each block, l = sum of exp(x_j - m) over the entries seen so far
-    np.testing.assert_allclose(tr.l, [np.exp(1 - 3) + 1, np.exp(-4) + np.exp(-2) + np.exp(-3) + 1,
+    np.testing.assert_allclose(tr.mu, [3.0, 5.0, 5.0])  # blocks [1, 3], [2, 5], [4]
+    # after each block, s = sum of exp(x_j - mu) over the entries seen so far
+    np.testing.assert_allclose(tr.s, [np.exp(1 - 3) + 1, np.exp(-4) + np.exp(-2) + np.exp(-3) + 1,
                                       np.exp(-4) + np.exp(-2) + np.exp(-3) + 1 + np.exp(-1)], atol=1e-12)
     np.testing.assert_allclose(tr.softmax, softmax(x), atol=1e-12)
     big = np.array([1e4, -1e4, 1e4 - 1, 3.0], dtype=np.float32)
