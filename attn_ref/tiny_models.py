@@ -4,6 +4,9 @@
   16x16 Words", fig. 3-4: ViT beats CNNs only with much data): :class:`TinyCNN` and
   :class:`TinyViT` (patches + positional embedding + one self-attention layer +
   classifier) trained on subsets of scikit-learn's 8x8 digits.
+* Self-attention as a CNN with a learned receptive field (Cordonnier et al. 2020):
+  :class:`GaussianAttentionClassifier`, whose heads learn where to look and how wide, and
+  :func:`attention_spread`, which measures how wide they look.
 * Self-attention vs RNN on a long-range dependency (Vaswani et al. 2017, Table 1:
   maximum path length O(1) vs O(n)): :class:`RNNClassifier` (vanilla tanh
   ``torch.nn.RNN``) and :class:`AttentionClassifier` read a token sequence and must
@@ -144,13 +147,70 @@ def train_classifier(model: nn.Module, X, y, *, steps: int = 300, batch_size: in
     return model
 
 
-def digits_data_size_curve(sizes, *, seeds=(0, 1, 2), steps: int = 300, test_size: int = 597):
-    """Test accuracy of :class:`TinyCNN` and :class:`TinyViT` trained on growing subsets of sklearn's digits.
+class GaussianAttentionClassifier(nn.Module):
+    """:class:`TinyCNN` with its 3x3 convolution replaced by positional self-attention heads.
 
-    The 1797 digits are split once (seeded) into a test set of ``test_size`` images and a pool;
-    for each size and seed the first ``size`` images of a seeded shuffle of the pool train both
-    models with the same steps and seed.  Returns {"cnn": (len(sizes), len(seeds)), "vit": ...}
-    arrays of test accuracies, and "cnn_train", "vit_train": the accuracies on the training images.
+    Head l attends from each pixel i to every pixel j with the quadratic encoding of
+    Cordonnier et al. (2020, sec. 3): alpha'_{i,j} = softmax_j(-gamma_l ||delta - Delta_l||^2),
+    delta = position(j) - position(i).  The centre Delta_l (2,) and the sharpness gamma_l > 0
+    are learned, so each head learns where it looks and how wide (its receptive field).
+    Each head's values are a learned linear map of the pixel (1 -> ``d_v``); the heads'
+    outputs are concatenated, then ReLU -> 2x2 max-pool -> linear classifier as in TinyCNN.
+    Input (B, 1, side, side).
+    """
+
+    def __init__(self, n_heads: int = 8, d_v: int = 4, side: int = 8, n_classes: int = 10,
+                 gamma0: float = 0.1):
+        super().__init__()
+        grid = torch.stack(torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij"), -1)
+        grid = grid.reshape(side * side, 2).float()  # (n, 2): (row, column) of pixel i
+        self.register_buffer("offsets", grid[None, :, :] - grid[:, None, :])  # (n, n, 2): j - i
+        self.centre = nn.Parameter(torch.randn(n_heads, 2))  # Delta_l, in pixels
+        self.log_gamma = nn.Parameter(torch.full((n_heads,), float(np.log(gamma0))))
+        self.value = nn.Linear(1, n_heads * d_v)
+        self.n_heads, self.d_v, self.side = n_heads, d_v, side
+        self.head = nn.Linear(n_heads * d_v * (side // 2) ** 2, n_classes)
+
+    @property
+    def gamma(self) -> torch.Tensor:
+        """The sharpness gamma_l of each head, (n_heads,)."""
+        return self.log_gamma.exp()
+
+    def weights(self) -> torch.Tensor:
+        """alpha'_{i,j} of every head, (n_heads, n, n): rows are query pixels, columns keys."""
+        dist2 = ((self.offsets[None] - self.centre[:, None, None]) ** 2).sum(-1)  # (H, n, n)
+        return torch.softmax(-self.gamma[:, None, None] * dist2, dim=-1)
+
+    def forward(self, x):
+        B, S = x.shape[0], self.side
+        v = self.value(x.reshape(B, S * S, 1))  # (B, n, H * d_v)
+        v = v.reshape(B, S * S, self.n_heads, self.d_v).transpose(1, 2)  # (B, H, n, d_v)
+        b = self.weights() @ v  # (B, H, n, d_v): head l's output at every pixel
+        b = b.transpose(1, 2).reshape(B, S, S, self.n_heads * self.d_v).permute(0, 3, 1, 2)
+        b = nn.functional.max_pool2d(torch.relu(b), 2)  # (B, H * d_v, S/2, S/2)
+        return self.head(b.flatten(1))  # (B, n_classes)
+
+
+def attention_spread(weights, side: int):
+    """Per head: mean distance (in pixels) from the query to the keys, weighted by attention,
+    and the fraction of the weight inside the query's 3x3 neighbourhood; both averaged over
+    the query pixels.  weights: (n_heads, n, n) with n = side * side.  Returns two (n_heads,)
+    arrays."""
+    weights = torch.as_tensor(weights)
+    grid = torch.stack(torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij"), -1)
+    grid = grid.reshape(side * side, 2).float()
+    offset = grid[None, :, :] - grid[:, None, :]  # (n, n, 2)
+    dist = offset.norm(dim=-1)  # (n, n)
+    near = (offset.abs().amax(dim=-1) <= 1).float()  # (n, n): the 3x3 neighbourhood
+    mean_dist = (weights * dist).sum(-1).mean(-1)  # (n_heads,)
+    in_3x3 = (weights * near).sum(-1).mean(-1)  # (n_heads,)
+    return mean_dist.detach().numpy(), in_3x3.detach().numpy()
+
+
+def digits_split(test_size: int = 597):
+    """sklearn's 1797 digits as (X_pool, y_pool, X_test, y_test), X (N, 1, 8, 8) in [0, 1].
+
+    One seeded split: ``test_size`` test images, the rest the pool training sets come from.
     """
     from sklearn.datasets import load_digits
 
@@ -159,18 +219,30 @@ def digits_data_size_curve(sizes, *, seeds=(0, 1, 2), steps: int = 300, test_siz
     y = torch.tensor(digits.target)
     order = torch.from_numpy(np.random.default_rng(0).permutation(len(X)))
     test, pool = order[:test_size], order[test_size:]
-    if max(sizes) > len(pool):
-        raise ValueError(f"sizes: expected at most {len(pool)} training images, got {max(sizes)}")
+    return X[pool], y[pool], X[test], y[test]
+
+
+def digits_data_size_curve(sizes, *, seeds=(0, 1, 2), steps: int = 300, test_size: int = 597):
+    """Test accuracy of :class:`TinyCNN` and :class:`TinyViT` trained on growing subsets of sklearn's digits.
+
+    The 1797 digits are split once (seeded) into a test set of ``test_size`` images and a pool;
+    for each size and seed the first ``size`` images of a seeded shuffle of the pool train both
+    models with the same steps and seed.  Returns {"cnn": (len(sizes), len(seeds)), "vit": ...}
+    arrays of test accuracies, and "cnn_train", "vit_train": the accuracies on the training images.
+    """
+    X_pool, y_pool, X_test, y_test = digits_split(test_size)
+    if max(sizes) > len(X_pool):
+        raise ValueError(f"sizes: expected at most {len(X_pool)} training images, got {max(sizes)}")
     result = {key: np.zeros((len(sizes), len(seeds))) for key in ("cnn", "vit", "cnn_train", "vit_train")}
     for s, seed in enumerate(seeds):
-        shuffled = pool[torch.from_numpy(np.random.default_rng(seed + 1).permutation(len(pool)))]
+        shuffled = torch.from_numpy(np.random.default_rng(seed + 1).permutation(len(X_pool)))
         for i, size in enumerate(sizes):
             train = shuffled[:size]
             for name, cls in (("cnn", TinyCNN), ("vit", TinyViT)):
                 torch.manual_seed(seed)
-                model = train_classifier(cls(), X[train], y[train], steps=steps, seed=seed)
-                result[name][i, s] = accuracy(model, X[test], y[test])
-                result[name + "_train"][i, s] = accuracy(model, X[train], y[train])
+                model = train_classifier(cls(), X_pool[train], y_pool[train], steps=steps, seed=seed)
+                result[name][i, s] = accuracy(model, X_test, y_test)
+                result[name + "_train"][i, s] = accuracy(model, X_pool[train], y_pool[train])
     return result
 
 
