@@ -209,6 +209,16 @@ class TestAxe:
         assert axe_page.external[before:] == [], f"{name} tried to reach another host: {axe_page.external[before:]}"
         assert not bad, f"{name}: axe-core finds serious or critical violations:\n{_describe(bad)}"
 
+    @pytest.mark.parametrize("name", [p for p in AXE_PAGES if (SITE / (p + ".html")).is_file()
+                                      and 'class="cell_input' in (SITE / (p + ".html")).read_text()])
+    def test_no_code_block_scrolls_sideways(self, axe_page, name):
+        """At 1280 px every code cell shows its longest line whole (CODE_COLUMNS characters)."""
+        axe_page.goto((SITE / (name + ".html")).as_uri(), wait_until="load")
+        cut = axe_page.evaluate("""() => [...document.querySelectorAll('article div.highlight pre')]
+            .filter(p => !p.closest('.cell_output') && p.scrollWidth > p.clientWidth + 1)
+            .map(p => p.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a, ''))""")
+        assert not cut, f"{name}: {len(cut)} code block(s) cut at the right edge, e.g. {cut[0]!r}"
+
     def test_index_sends_the_reader_to_the_first_page(self, axe_page):
         axe_page.goto((SITE / "index.html").as_uri())
         axe_page.wait_for_url(f"**/{PAGES[0]}.html")
@@ -228,12 +238,11 @@ class TestAxe:
 # ------------------------------------------------------------------------------------------ 3. code lines
 
 # How many characters of a code line a chapter's code block shows without scrolling sideways.
-# Measured in Debian's chromium (tests/test_site.py's viewport, 1280 x 900; Playwright's default
-# 1280 x 720 gives the same) on the built book, pydata/sphinx-book theme, code in 14 px DejaVu Sans
-# Mono (8.43 px a character): the <pre> of a code cell is 684 px wide with 16 px padding each side,
-# so 652 px: a line of 77 characters fits (scrollWidth == clientWidth), 78 scroll. (At 1440 px and
-# wider the article stops growing at 786 px: 89 fit; at 1024 px the page-contents sidebar is hidden: 85.)
-CODE_COLUMNS = 77
+# Measured in Debian's chromium at 1280 x 900 (tests/test_site.py's viewport) on the built book: with the
+# theme's 14 px code font and 16 px padding a code cell's <pre> showed 77 characters; book/_static/code.css
+# sets 12.5 px (GitHub's code size) and 8 px padding, so 88 fit.  TestAxe.test_no_code_block_scrolls_sideways
+# checks the built pages themselves, so this number and the CSS cannot drift apart unnoticed.
+CODE_COLUMNS = 88
 # A CJK character takes two columns of a monospace font.
 _WIDE = ("W", "F")
 _HIDDEN = {"remove-cell", "remove-input"}
@@ -302,12 +311,12 @@ def test_code_lines_fit_the_code_block(source):
 
 
 def test_the_line_check_fails_on_long_lines():
-    md = ("```{code-cell} ipython3\n:tags: [hide-input]\nx = 1\n" + "y" * 78 + "\n```\n\n"
+    md = ("```{code-cell} ipython3\n:tags: [hide-input]\nx = 1\n" + "y" * 89 + "\n```\n\n"
           "```{code-cell} ipython3\n:tags: [remove-cell]\n" + "z" * 200 + "\n```\n\n"
           "```{code-cell} ipython3\n---\ntags: [remove-input]\n---\n" + "z" * 200 + "\n```\n\n"
-          "```python\n" + "w" * 77 + "\n# " + "注" * 38 + "\n```\n\n"
+          "```python\n" + "w" * 88 + "\n# " + "注" * 44 + "\n```\n\n"
           "```{note}\n" + "prose " * 40 + "\n```\n")
-    assert long_lines(md) == [(4, 78), (21, 78)]
+    assert long_lines(md) == [(4, 89), (21, 90)]
     assert columns("注意") == 4
 
 
