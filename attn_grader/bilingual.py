@@ -1,0 +1,114 @@
+"""The exercise notebooks in two languages: each text cell in English, then in Chinese, from one source.
+
+    python -m attn_grader.bilingual extract   # locales/zh_CN/LC_MESSAGES/exercises/<ps>.po from the English
+    python -m attn_grader.bilingual apply     # solutions/*.ipynb text cells: English + the translation
+
+The English part of every markdown cell of ``solutions/<ps>/<ps>.ipynb`` is a message of
+``exercises/<ps>.po`` (gettext, as the book's catalogues); ``apply`` writes its translation under it,
+after :data:`MARKER`, so the two can only disagree when the catalogue says so (a changed English
+text is an untranslated message, and ``tests/test_zh.py`` fails).  ``make release`` then generates
+the bilingual releases as before; the grader reads only code cells and is unchanged.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PO_DIR = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "exercises"
+MARKER = "\n\n---\n<!-- 中文 -->\n\n"
+
+
+def english(source: str) -> str:
+    return source.split(MARKER, 1)[0].strip()
+
+
+def po_of(path: Path, root: Path = ROOT) -> Path:
+    """The catalogue of a source notebook solutions/<ps>/<ps>.ipynb."""
+    return root / PO_DIR.relative_to(ROOT) / f"{path.stem}.po"
+
+
+def text_cells(root: Path = ROOT, only: Path | None = None):
+    """(notebook path, notebook, cell) for every markdown cell of every source notebook."""
+    import nbformat
+
+    for path in sorted((root / "solutions").glob("*/*.ipynb")):
+        if only is not None and path != only:
+            continue
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "markdown" and english(cell.source):
+                yield path, nb, cell
+
+
+def read_catalogue(po: Path):
+    from babel.messages.pofile import read_po
+
+    with open(po, "rb") as f:
+        return read_po(f, locale="zh_CN")
+
+
+def extract(root: Path = ROOT) -> int:
+    """Write the catalogues: every English text, keeping the translations they already have."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    n = 0
+    for path in sorted((root / "solutions").glob("*/*.ipynb")):
+        template = Catalog(locale="zh_CN", project=f"Self-Attention, Step by Step: {path.stem}")
+        for _, _, cell in text_cells(root, path):
+            template.add(english(cell.source))
+        po = po_of(path, root)
+        if po.exists():
+            catalogue = read_catalogue(po)
+            catalogue.update(template, no_fuzzy_matching=False)
+        else:
+            catalogue = template
+        catalogue.fuzzy = False
+        po.parent.mkdir(parents=True, exist_ok=True)
+        with open(po, "wb") as f:
+            write_po(f, catalogue, width=0, sort_output=False, include_lineno=False)
+        n += len(template)
+    return n
+
+
+def apply(root: Path = ROOT) -> list[str]:
+    """Write English + translation into every text cell; return the English texts with no translation."""
+    import nbformat
+
+    missing, changed = [], {}
+    catalogues: dict = {}
+    for path, nb, cell in text_cells(root):
+        po = po_of(path, root)
+        if path not in catalogues:
+            catalogues[path] = read_catalogue(po) if po.exists() else None
+        catalogue = catalogues[path]
+        en = english(cell.source)
+        msg = catalogue.get(en) if catalogue is not None else None
+        zh = msg.string if msg is not None and msg.string and not msg.fuzzy else ""
+        if not zh:
+            missing.append(f"{path.stem}: {en[:60]}")
+        new = en + (MARKER + zh.strip() if zh else "")
+        if cell.source != new:
+            cell.source = new
+            changed[path] = nb
+    for path, nb in changed.items():
+        nbformat.write(nb, path)
+    return missing
+
+
+def main(argv: list[str]) -> int:
+    what = argv[0] if argv else "apply"
+    if what == "extract":
+        print(f"{extract()} texts in {PO_DIR.relative_to(ROOT)}/")
+        return 0
+    if what == "apply":
+        missing = apply()
+        print(f"{len(missing)} text(s) without a translation" if missing else "every text cell is bilingual")
+        return 1 if missing else 0
+    raise SystemExit("usage: python -m attn_grader.bilingual extract|apply")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

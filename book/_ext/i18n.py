@@ -1,0 +1,68 @@
+"""The Chinese edition: gettext catalogues and the zh build, from the same executed notebooks.
+
+    python book/_ext/i18n.py pot      # _build/gettext/*.pot: every translatable message of the book
+    python book/_ext/i18n.py update   # locales/zh_CN/LC_MESSAGES/*.po updated from them (sphinx-intl)
+    python book/_ext/i18n.py zh       # _build/html/zh/: the book in Simplified Chinese
+
+Both builds read the book's _config.yml exactly as `jupyter-book build` does, with its execution
+cache (_build/.jupyter_cache): no chapter executes a second time.  A changed English paragraph shows
+up in the catalogue as an untranslated or fuzzy message (tests/test_zh.py fails the build on it).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LANG = "zh_CN"
+LOCALES = ROOT / "locales"
+
+
+def _overrides(language: str | None) -> dict:
+    over = {
+        "external_toc_path": "_toc.yml",
+        "latex_individualpages": False,
+        "nb_execution_cache_path": str(ROOT / "_build" / ".jupyter_cache"),
+        "locale_dirs": [str(LOCALES)],
+        "gettext_compact": False,  # one catalogue per page: book/<chapter>.po
+        "gettext_uuid": False,
+        "gettext_location": False,  # no line numbers: a paragraph that moves is not a change
+    }
+    if language:
+        over["language"] = language
+    else:  # the gettext builder: keep figure outputs, so their captions and alt texts are catalogued
+        over["nb_mime_priority_overrides"] = [("gettext", "image/png", 5), ("gettext", "image/svg+xml", 6),
+                                              ("gettext", "text/html", 25)]
+    return over
+
+
+def build(builder: str, outdir: Path, doctrees: Path, language: str | None = None) -> int:
+    from jupyter_book.sphinx import build_sphinx
+
+    result = build_sphinx(ROOT, outdir, noconfig=True, path_config=str(ROOT / "_config.yml"),
+                          confoverrides=_overrides(language), builder=builder, doctreedir=doctrees,
+                          warningiserror=True, keep_going=True, quiet=True)
+    if isinstance(result, Exception):
+        raise result
+    return int(result)
+
+
+def main(argv: list[str]) -> int:
+    what = argv[0] if argv else "zh"
+    if what == "pot":
+        return build("gettext", ROOT / "_build" / "gettext", ROOT / "_build" / ".doctrees-gettext")
+    if what == "update":
+        return subprocess.call([str(Path(sys.executable).with_name("sphinx-intl")), "update", "-p",
+                                str(ROOT / "_build" / "gettext"), "-l", LANG, "-d", str(LOCALES), "-w", "0"])
+    if what == "zh":
+        out = ROOT / "_build" / "html" / "zh"
+        code = build("html", out, ROOT / "_build" / ".doctrees-zh", LANG)
+        print(f"Chinese edition: file://{out}/index.html")
+        return code
+    raise SystemExit(f"unknown step {what!r}: pot, update or zh")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
