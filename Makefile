@@ -19,7 +19,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all help book notebooks check test lint pytest system-packages grade grade-demo release bench clean
+.PHONY: all help book translations notebooks check test lint pytest system-packages grade grade-demo release bench clean
 
 all: book
 
@@ -53,7 +53,8 @@ help:
 	@echo "make check       ruff, the import contracts (lint-imports) and the fast tests: the inner loop, < 1 min"
 	@echo "make test        ruff, the book build and the whole pytest suite: before a submission"
 	@echo "make notebooks   write the launch notebooks book/<chapter>.ipynb from the chapters"
-	@echo "make release     regenerate exercises/ from solutions/"
+	@echo "make translations  new English texts into the Chinese catalogues (locales/zh_CN), untranslated"
+	@echo "make release     regenerate exercises/ from solutions/ (text cells in English and Chinese)"
 	@echo "make grade       grade submitted/ (PS=, JOBS=, SCHEDULER=, DB_URL=, EXPORT=, ARGS=)"
 	@echo "make grade-demo  grade a demo class of eight into _build/grade-demo"
 	@echo "make bench       the speed ratios (bench/results.md)"
@@ -62,7 +63,15 @@ help:
 book: $(STAMP)
 	@if [ -n "$$CI" ]; then rm -rf _build/.jupyter_cache; fi
 	$(BIN)/jupyter-book build . -W -n --keep-going
-	@echo "Book: file://$(CURDIR)/_build/html/index.html"
+	$(BIN)/python book/_ext/i18n.py zh
+	@echo "Book: file://$(CURDIR)/_build/html/index.html (中文版: _build/html/zh/index.html)"
+
+# After an English text changed: the catalogues (locales/zh_CN) get its new messages, untranslated;
+# translate them (python book/_ext/po_check.py lists what is left), then make release.
+translations: $(STAMP)
+	$(BIN)/python book/_ext/i18n.py pot
+	$(BIN)/python book/_ext/i18n.py update
+	$(BIN)/python -m attn_grader.bilingual extract
 
 # The launch notebooks book/<chapter>.ipynb (no outputs) from the .md chapters; commit them with the chapter.
 notebooks: $(STAMP)
@@ -84,6 +93,7 @@ check: $(STAMP)
 test: lint book pytest
 
 release: $(STAMP)
+	-$(BIN)/python -m attn_grader.bilingual apply
 	$(BIN)/python -m attn_grader.release
 
 grade: $(STAMP) system-packages

@@ -20,11 +20,11 @@ LANG = "zh_CN"
 LOCALES = ROOT / "locales"
 
 
-def _overrides(language: str | None) -> dict:
+def _overrides(language: str | None, build_root: Path) -> dict:
     over = {
         "external_toc_path": "_toc.yml",
         "latex_individualpages": False,
-        "nb_execution_cache_path": str(ROOT / "_build" / ".jupyter_cache"),
+        "nb_execution_cache_path": str(build_root / ".jupyter_cache"),
         "locale_dirs": [str(LOCALES)],
         "gettext_compact": False,  # one catalogue per page: book/<chapter>.po
         "gettext_uuid": False,
@@ -38,11 +38,15 @@ def _overrides(language: str | None) -> dict:
     return over
 
 
-def build(builder: str, outdir: Path, doctrees: Path, language: str | None = None) -> int:
+def build(builder: str, outdir: Path, doctrees: Path, language: str | None = None,
+          build_root: Path = ROOT / "_build") -> int:
+    """A Sphinx build of the book with `jupyter-book build`'s configuration and execution cache
+    (``build_root``/.jupyter_cache, as `jupyter-book build --path-output` leaves it)."""
     from jupyter_book.sphinx import build_sphinx
 
     result = build_sphinx(ROOT, outdir, noconfig=True, path_config=str(ROOT / "_config.yml"),
-                          confoverrides=_overrides(language), builder=builder, doctreedir=doctrees,
+                          confoverrides=_overrides(language, Path(build_root)), builder=builder,
+                          doctreedir=doctrees,
                           warningiserror=True, keep_going=True, quiet=True)
     if isinstance(result, Exception):
         raise result
@@ -56,9 +60,10 @@ def main(argv: list[str]) -> int:
     if what == "update":
         return subprocess.call([str(Path(sys.executable).with_name("sphinx-intl")), "update", "-p",
                                 str(ROOT / "_build" / "gettext"), "-l", LANG, "-d", str(LOCALES), "-w", "0"])
-    if what == "zh":
-        out = ROOT / "_build" / "html" / "zh"
-        code = build("html", out, ROOT / "_build" / ".doctrees-zh", LANG)
+    if what == "zh":  # zh [BUILD_ROOT]: beside the English site of BUILD_ROOT (default _build)
+        root = Path(argv[1]) if len(argv) > 1 else ROOT / "_build"
+        out = root / "html" / "zh"
+        code = build("html", out, root / ".doctrees-zh", LANG, build_root=root)
         print(f"Chinese edition: file://{out}/index.html")
         return code
     raise SystemExit(f"unknown step {what!r}: pot, update or zh")

@@ -15,9 +15,9 @@ from collections import Counter
 
 from babel.messages.pofile import read_po
 
+ROLE = re.compile(r"\{[a-z:]+\}`[^`]*`")  # {cite}`key`, {glue:text}`name:.2f`, ...: whole
 TOKENS = [
-    re.compile(r"\{[a-z:]+\}`[^`]*`"),  # roles, whole
-    re.compile(r"(?<!\})`[^`]+`"),  # inline code (not a role's argument)
+    re.compile(r"`[^`]+`"),  # inline code (roles are taken out first)
     re.compile(r"\$\$.+?\$\$|\$[^$]+\$", re.S),  # math
     re.compile(r"\]\(([^)\s]+)\)"),  # link targets
     re.compile(r"\[\^[^\]]+\]"),  # footnote references
@@ -26,7 +26,8 @@ TOKENS = [
 
 
 def markup(text: str) -> Counter:
-    found: Counter = Counter()
+    found: Counter = Counter(m.group(0) for m in ROLE.finditer(text))
+    text = ROLE.sub(" ", text)  # a role's backticks must not pair with an inline code's
     for rx in TOKENS:
         for m in rx.finditer(text):
             found[m.group(0)] += 1
