@@ -7,12 +7,19 @@ so the two sites work from the file system and from any web server.
 
 Alt texts: MyST-NB makes a cell's image (with its ``image: alt:`` option) only after Sphinx has
 translated the page, so the Chinese build looks each alt text up in the page's catalogue here.
+
+Glued values in a translated paragraph: Sphinx parses each translation as a small document of its
+own, which lacks MyST-NB's renderer and so the page's glue data ("No key ... found in glue data");
+the glue roles and directives here look the key up in the page being read instead.
 """
 
 from __future__ import annotations
 
+import re
+
 from docutils import nodes
 from sphinx.locale import init as init_locale
+from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.i18n import docname_to_domain
 
@@ -60,7 +67,101 @@ class TranslateAltText(SphinxPostTransform):
                     image["alt"] = translated
 
 
+_READING: list = []  # the renderer of the page being read: it holds the page's glue data
+
+
+def _recording(load_renderer):
+    def load(name):
+        cls = load_renderer(name)
+
+        def make(*args, **kwargs):
+            renderer = cls(*args, **kwargs)
+            _READING[:] = [renderer]
+            return renderer
+
+        return make
+
+    return load
+
+
+def _glue_from_the_page(original):
+    def retrieve(document, key):
+        if "nb_renderer" not in document and _READING:
+            return original({"nb_renderer": _READING[0]}, key)
+        return original(document, key)
+
+    return retrieve
+
+
+_FOOTNOTE_REF = re.compile(r"\[\^([\w-]+)\]")
+
+
+class RestoreFootnoteReferences(SphinxTransform):
+    """A translated paragraph is parsed without the page's footnotes, so MyST leaves "[^name]" as
+    text; make it the footnote reference it is in the English (Sphinx warned "inconsistent footnote
+    references in translated message")."""
+
+    default_priority = 21  # right after Sphinx's Locale transform (20)
+
+    def apply(self, **kwargs) -> None:
+        if not is_zh(self.app):
+            return
+        names = {n for f in self.document.findall(nodes.footnote) for n in f["names"]}
+        for text in list(self.document.findall(nodes.Text)):
+            if "[^" not in text or isinstance(text.parent, nodes.FixedTextElement):
+                continue
+            parts = _FOOTNOTE_REF.split(str(text))
+            if len(parts) == 1 or not any(parts[k] in names for k in range(1, len(parts), 2)):
+                continue
+            new: list[nodes.Node] = []
+            for k, part in enumerate(parts):
+                if k % 2 == 0:
+                    if part:
+                        new.append(nodes.Text(part))
+                elif part in names:
+                    ref = nodes.footnote_reference(f"[^{part}]", auto=1, refname=part)
+                    self.document.note_autofootnote_ref(ref)
+                    self.document.note_footnote_ref(ref)
+                    new.append(ref)
+                else:
+                    new.append(nodes.Text(f"[^{part}]"))
+            text.parent.replace(text, new)
+
+
+class TranslateTocCaptions(SphinxTransform):
+    """sphinx-external-toc inserts the part captions of _toc.yml after Sphinx has translated the page
+    (its InsertToctrees transform runs at 100), so the Chinese build translates them here."""
+
+    default_priority = 101
+
+    def apply(self, **kwargs) -> None:
+        if not is_zh(self.app):
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        catalogue, found = init_locale([self.app.srcdir / d for d in self.config.locale_dirs],
+                                       self.config.language, domain)
+        if not found:
+            return
+        from sphinx import addnodes
+
+        for toctree in self.document.findall(addnodes.toctree):
+            if toctree.get("caption"):
+                toctree["caption"] = catalogue.gettext(toctree["caption"])
+
+
 def setup(app):
+    import myst_nb.sphinx_ as nb_sphinx
+    from myst_nb.ext.glue import directives, roles
+
+    if not getattr(nb_sphinx.load_renderer, "recording", False):
+        nb_sphinx.load_renderer = _recording(nb_sphinx.load_renderer)
+        nb_sphinx.load_renderer.recording = True
+    for module in (roles, directives):
+        if not getattr(module.retrieve_glue_data, "from_the_page", False):
+            module.retrieve_glue_data = _glue_from_the_page(module.retrieve_glue_data)
+            module.retrieve_glue_data.from_the_page = True
+    app.add_transform(RestoreFootnoteReferences)
+    app.add_transform(TranslateTocCaptions)
     app.connect("html-page-context", add_switch)
     app.add_post_transform(TranslateAltText)
     app.add_css_file("language_switch.css")
