@@ -222,3 +222,21 @@ class TestChineseSite:
                                " return s && s.textContent.trim().length > 0; }", timeout=60_000)
         links = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(e => e.href)")
         assert any(f"{expected}.html" in href for href in links), links[:10]
+
+
+def test_figure_captions_and_alt_texts_are_chinese():
+    """Figures keep their English labels, but their captions and alt texts are translated."""
+    need_site()
+    need((ZH / "index.html").is_file(), f"no Chinese edition at {ZH}: run make book")
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    english = []
+    for page in PAGES:
+        soup = BeautifulSoup((ZH / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+        for figure in soup.select("article figure"):
+            caption = figure.find("figcaption")
+            if caption is not None and not cjk.search(caption.get_text()):
+                english.append(f"{page}: caption {caption.get_text()[:60]!r}")
+            for img in figure.find_all("img"):
+                if img.get("alt") and not cjk.search(img["alt"]):
+                    english.append(f"{page}: alt {img['alt'][:60]!r}")
+    assert not english, "\n".join(english[:20])
