@@ -61,7 +61,7 @@ def _imports(code: str) -> set[str]:
 
 
 #: This repository's packages: one distribution (pyproject.toml), installed from the book's repository.
-FIRST_PARTY = {"attn_ref", "attn_grader"}
+FIRST_PARTY = {"attn_ref", "attn_book", "attn_grader"}
 
 
 def _needed(codes: list[str], root: Path) -> list[str]:
@@ -107,7 +107,7 @@ def setup_source(modules: list[str], root: Path = ROOT) -> str:
     needs = {}
     for m in modules:
         if m in FIRST_PARTY:
-            needs[m] = f"attn_ref @ git+{repo['url'].rstrip('/')}@{repo.get('branch', 'main')}"
+            needs[m] = f"self-attention-step-by-step @ git+{repo['url'].rstrip('/')}@{repo.get('branch', 'main')}"
         else:
             pip = PIP_NAMES.get(m, m)
             needs[m] = pins.get(pip.lower().replace("_", "-"), pip)
