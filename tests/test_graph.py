@@ -111,22 +111,3 @@ def test_bad_inputs_raise_value_error_naming_shapes():
     with pytest.raises(ValueError, match=r"\(5, 5\)"):
         gat_layer(np.zeros((6, 5)), np.ones((5, 5), dtype=bool), params)
 
-
-def test_draw_graph_draws_one_arrow_per_edge_with_width_by_weight():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from attn_ref.graph import draw_graph
-
-    params = init_gat_params(5, 3, rng=np.random.default_rng(0))
-    _, weights = gat_layer(np.random.default_rng(1).standard_normal((N, 5)), EDGES, params)
-    fig, ax = plt.subplots()
-    arrows = draw_graph(ax, EDGES, N, weights=weights[0])
-    non_loops = [(s, t) for s, t in EDGES.T if s != t]
-    assert len(arrows) == len(non_loops)
-    widths = np.array([a.get_linewidth() for a in arrows])
-    expected = np.array([weights[0, t, s] for s, t in non_loops])
-    assert np.argmax(widths) == np.argmax(expected) and np.argmin(widths) == np.argmin(expected)
-    plt.close(fig)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from attn_ref.block_diagrams import draw_encoder_block, draw_split_merge, split_merge_example
+from attn_book.figures.multi_head import draw_split_merge, split_merge_example
+from attn_book.figures.transformer import draw_encoder_block
 from attn_ref.multihead import merge_heads, split_heads
 from attn_ref.order_task import TinyAttentionModel, previous_token_batch, train_order_model
 from attn_ref.positional import sinusoidal_positional_encoding

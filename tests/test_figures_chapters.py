@@ -1,0 +1,93 @@
+"""attn_book.figures of chapters Vector sets, Sequence labeling, Multi-head, RNN, Graphs and Transformer:
+the drawings have the artists they promise (one box per word, 2w+1 arrows per FCN, one arrow per edge ...)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from attn_book.figures.graphs import draw_graph
+from attn_book.figures.multi_head import draw_split_merge
+from attn_book.figures.rnn import draw_dependency_graph
+from attn_book.figures.sequence_labeling import draw_tagger
+from attn_book.figures.transformer import draw_encoder_block
+from attn_book.figures.vector_sets import draw_output_types, draw_undirected_graph
+from attn_ref.graph import gat_layer, init_gat_params
+
+
+@pytest.mark.parametrize("w", [0, 1, 2])
+def test_draw_tagger_counts(w):
+    fig, ax = plt.subplots()
+    art = draw_tagger(ax, ["I", "saw", "a", "saw"], ["PRON", "VERB", "DET", "NOUN"], window=w, highlight=1)
+    assert len(art["words"]) == 4 and len(art["fcn"]) == 4 and len(art["outputs"]) == 4
+    assert len(art["pads"]) == 2 * w
+    assert len(art["arrows"]) == 4 * (2 * w + 1) + 4
+    plt.close(fig)
+
+
+def test_draw_output_types_counts():
+    fig, axes = plt.subplots(1, 3)
+    art = draw_output_types(axes)
+    assert len(art["labeling"]["outputs"]) == len(art["labeling"]["inputs"]) == 4
+    assert len(art["sentiment"]["outputs"]) == 1
+    assert len(art["seq2seq"]["outputs"]) != len(art["seq2seq"]["inputs"])
+    plt.close(fig)
+
+
+def test_draw_undirected_graph_counts():
+    positions = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    edges = np.array([[0, 1], [1, 2], [2, 3]])
+    fig, ax = plt.subplots()
+    art = draw_undirected_graph(ax, positions, edges, ["C0", "C1", "O2", "H3"])
+    assert len(art["nodes"]) == 4 and len(art["edges"]) == 3
+    np.testing.assert_allclose(art["edges"][0].get_xydata(), positions[[0, 1]])
+    assert [t.get_text() for t in ax.texts] == ["C0", "C1", "O2", "H3"]
+    plt.close(fig)
+
+
+# node 5 is isolated; edges are directed (0->1 but not 1->0); 3->3 is an explicit self-loop
+EDGES = np.array([[0, 1, 2, 3, 0, 2, 4, 3],
+                  [1, 2, 0, 0, 3, 3, 2, 3]])
+N = 6
+
+
+def test_draw_graph_draws_one_arrow_per_edge_with_width_by_weight():
+    params = init_gat_params(5, 3, rng=np.random.default_rng(0))
+    _, weights = gat_layer(np.random.default_rng(1).standard_normal((N, 5)), EDGES, params)
+    fig, ax = plt.subplots()
+    arrows = draw_graph(ax, EDGES, N, weights=weights[0])
+    non_loops = [(s, t) for s, t in EDGES.T if s != t]
+    assert len(arrows) == len(non_loops)
+    widths = np.array([a.get_linewidth() for a in arrows])
+    expected = np.array([weights[0, t, s] for s, t in non_loops])
+    assert np.argmax(widths) == np.argmax(expected) and np.argmin(widths) == np.argmin(expected)
+    plt.close(fig)
+
+
+def test_split_merge_labels_are_in_the_books_notation():
+    fig, ax = plt.subplots()
+    draw_split_merge(ax, n=4, d_model=8, n_heads=2)
+    texts = [t.get_text() for t in ax.texts]
+    assert "$W^O$" in texts and "$q^{i,2}$ $(n, d_k)$" in texts
+    assert not any("W_o" in t or "d_h" in t or "d_{model}" in t for t in texts)
+    plt.close(fig)
+
+
+def test_encoder_block_labels_are_in_the_chapters_notation():
+    fig, ax = plt.subplots()
+    draw_encoder_block(ax)
+    texts = [t.get_text() for t in ax.texts]
+    assert any(t.startswith("input $X$") for t in texts) and "output $(n, d_{\\mathrm{model}})$" in texts
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("kind, k, length", [("recurrent", 3, 8), ("attention", 3, 1)])
+def test_dependency_graph_titles_the_path_length(kind, k, length):
+    fig, ax = plt.subplots()
+    draw_dependency_graph(ax, kind, 8, k)
+    assert ax.get_title().endswith(f"path length {length}")
+    red = [a for a in ax.texts if a.arrow_patch.get_linewidth() == 2]  # the path's arrows
+    assert len(red) == length
+    plt.close(fig)
