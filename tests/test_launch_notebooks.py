@@ -67,7 +67,7 @@ def test_setup_cell_installs_only_what_is_missing(md, monkeypatch):
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     _, calls = _run_setup(source, monkeypatch, absent=notebooks.FIRST_PARTY)
     assert calls == [[sys.executable, "-m", "pip", "install", "--quiet",
-                      f"attn_ref @ git+{repo['url']}@{repo['branch']}"]]
+                      f"self-attention-step-by-step @ git+{repo['url']}@{repo['branch']}"]]
 
 
 def test_graphs_chapter_installs_pyg_through_attn_ref():
