@@ -16,12 +16,11 @@ from .attention import (
     self_attention_columns,
 )
 from .conv import conv2d_same, conv_as_attention_params, relative_attention_conv
-from .data import adjacency_from_edges, frame_signal
 from .efficient import blocked_attention, online_softmax_trace
 from .embedding import cosine_similarity_matrix, learn_embedding, one_hot
 from .encoder import encoder_block, encoder_params_from_torch, feed_forward, init_encoder_params, layer_norm
 from .examples import lecture_example
-from .graph import adjacency_mask, gat_layer, gat_params_from_pyg, init_gat_params
+from .graph import adjacency_from_edges, adjacency_mask, gat_layer, gat_params_from_pyg, init_gat_params
 from .images import image_to_vectors, patchify, unpatchify, vectors_to_image
 from .local import band_to_dense, banded_attention
 from .multihead import init_mha_params, merge_heads, mha_params_from_torch, multi_head_attention, split_heads
@@ -30,6 +29,7 @@ from .recurrent import path_length, rnn_forward
 from .scores import additive_score, dot_product_score
 from .seqlabel import fcn_tag_logits, window_features, windowed_logits
 from .softmax import softmax
+from .speech import frame_signal
 
 __all__ = [
     "StepByStep",

@@ -6,39 +6,28 @@ n = 4096, 1 GiB at n = 16384.  Two observations remove it (Milakov & Gimelshein 
 "Online normalizer calculation for softmax"; Dao et al. 2022, FlashAttention):
 
 1. the softmax of a row can be computed in **one streaming pass**: keep a running
-   maximum ``m`` and a running sum ``l = sum_j exp(x_j - m)``; when a larger maximum
-   ``m'`` arrives, the old sum is rescaled by ``exp(m - m')``;
+   maximum ``mu`` and a running sum ``s = sum_j exp(x_j - mu)``; when a larger maximum
+   ``mu'`` arrives, the old sum is rescaled by ``exp(mu - mu')``
+   (:func:`online_softmax_trace` records it for one row);
 2. the output row ``b = sum_j softmax(x)_j v^j`` is a weighted sum, so it can be
-   accumulated unnormalised alongside ``l`` (rescaled by the same factor) and divided
-   by ``l`` once at the end.
+   accumulated unnormalised alongside ``s`` (rescaled by the same factor) and divided
+   by ``s`` once at the end.
 
-So :func:`blocked_attention` takes the keys and values in blocks of ``block`` rows
-and the queries in blocks too: only a (block_q, block) tile of scores exists at any
-time, memory O(n * block) instead of O(n^2).  The attention weights are never formed
-(that is the point), so the function returns the output only.
-
-Two choices make each tile cheap in NumPy, where every pass over the tile is a separate
-call: scores are kept in log2 units (log2 e folded into the scale, as FlashAttention's
-kernels do, where 2^x is the native instruction; whether ``np.exp2`` beats ``np.exp`` on a CPU
-depends on the NumPy build); and the shift of the
-exponentials moves *lazily* (see :func:`_attention_block`), so most tiles need no max
-pass, no subtraction and no rescaling: a product, an exp2 and a product.
+So :func:`blocked_attention` reads the keys and values in blocks of ``block`` rows: only
+an (n_q, block) tile of scores exists at any time, memory O(n * block) instead of O(n^2).
+The attention weights are never formed (that is the point), so it returns the output only.
+(The book's appendix times a kernel tuned for NumPy that computes the same thing.)
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_array, as_qkv
-
-LOG2E = 1.0 / math.log(2.0)  # exp(x) = 2^(x log2 e)
+from ._checks import as_array, as_qkv, default_scale
+from .attention import apply_mask
 
 
 class OnlineSoftmax(NamedTuple):
@@ -79,296 +68,45 @@ def online_softmax_trace(x, block: int) -> OnlineSoftmax:
     return OnlineSoftmax(np.array(ms, dtype=x.dtype), np.array(ls, dtype=x.dtype), p)
 
 
-def _blocks(n: int, size: int) -> Iterator[tuple[int, int]]:
-    for start in range(0, n, size):
-        yield start, min(start + size, n)
-
-
-def _with_ones(v: np.ndarray, dtype) -> np.ndarray:
-    """v (n_k, d_v) with a column of ones appended (n_k, d_v + 1): the product that accumulates
-    sum_j p_j v^j then also gives the running sum l = sum_j p_j, with no pass of its own.
-    (k^T gets a row of ones for the same reason: with -c_i in q's extra column, the product
-    gives the shifted scores x_ij - c_i.)"""
-    v1 = np.empty((v.shape[0], v.shape[1] + 1), dtype=dtype)
-    v1[:, :-1] = v
-    v1[:, -1] = 1
-    return v1
-
-
-# A tile's exponentials may reach LAZY_LIMIT (2^16) before the kernel sets a new shift: large enough
-# that the shift is rarely moved after a query's first key block, far below float32's 2^128.
-LAZY_LIMIT = 2.0**16
-
-
-def _scores(q1, k1_t, j0: int, j1: int, mask, causal: bool, i0: int, log2e, s) -> None:
-    """s <- the (r, c) tile of shifted scores q1[:, :-1] k^T - c (log2 units), masked; q1 = rows i0.. of qa."""
-    np.matmul(q1, k1_t[:, j0:j1], out=s)  # (r, d_k + 1) x (d_k + 1, c): the shift comes with the product
-    if mask is not None:
-        mb = mask[i0:i0 + len(s), j0:j1]
-        if mb.dtype == bool:
-            np.copyto(s, -np.inf, where=~mb)
-        else:
-            s += mb * log2e  # additive masks are in nats; the scores are in log2 units
-    if causal and j1 - 1 > i0:
-        future = np.arange(j0, j1)[None, :] > np.arange(i0, i0 + len(s))[:, None]  # (r, c)
-        np.copyto(s, -np.inf, where=future)
-
-
-def _attention_rows(qa, k1_t, v1, mask, causal: bool, lazy: bool, row_blocks, block_q: int, block_k: int,
-                    out) -> None:
-    """Attention of the query blocks ``row_blocks`` [(i0, i1), ...] into ``out`` (n_q, d_v).
-
-    qa: (n_q, d_k + 1), q * scale * log2(e) with a last column this function owns for its rows
-    (it holds -c_i, the shift of query i's scores); k1_t: (d_k + 1, n_k), k^T with a row of ones;
-    v1: (n_k, d_v + 1) from :func:`_with_ones`; mask: (n_q, n_k) or None.
-    Scores are in log2 units, so exp2 gives exp(score - shift).
-    """
-    n_k, d_v, dtype = k1_t.shape[1], v1.shape[1] - 1, out.dtype
-    log2e = dtype.type(LOG2E)
-    scores = np.empty((block_q, block_k), dtype=dtype)  # the only score tile that ever exists
-    tile_out = np.empty((block_q, d_v + 1), dtype=dtype)
-    for i0, i1 in row_blocks:
-        _attention_block(qa[i0:i1], k1_t, v1, mask, causal, lazy, i0, n_k, block_k, log2e, scores, tile_out,
-                         out[i0:i1])
-
-
-def _attention_block(q1, k1_t, v1, mask, causal: bool, lazy_ok: bool, i0: int, n_k: int, block_k: int, log2e,
-                     scores, tile_out, out) -> None:
-    """Queries i0 .. i0 + r - 1 (q1: their (r, d_k + 1) rows of qa) against every key block, into ``out`` (r, d_v).
-
-    The shift c_i of query i's scores is its running maximum m_i as of the last *exact* step.  Once every
-    query has a finite shift (and ``lazy_ok``), a key block is first tried *lazily*: p = 2^(x - c) with the
-    old shift, no max pass, no subtraction, no rescaling (FlashAttention-4's rule as described by Modal,
-    2025: move the shift only when the numbers demand it).  If a tile's row sums exceed LAZY_LIMIT (or
-    overflowed), it is redone exactly.  acc is relative to c; the quotient acc / l is not.
-    """
-    r, d_v, dtype = len(q1), v1.shape[1] - 1, out.dtype
-    q1[:, -1] = 0  # c = 0 until the first exact step
-    m = np.full((r, 1), -np.inf, dtype=dtype)  # the shift's running maximum (-inf: no key yet)
-    acc = np.zeros((r, d_v + 1), dtype=dtype)  # unnormalised output | running sum l, relative to c
-    lazy = False
-    for j0, j1 in _blocks(n_k, block_k):
-        if causal and j0 > i0 + r - 1:
-            break  # every key of this and later blocks is in every query's future
-        s, tile = scores[:r, : j1 - j0], tile_out[:r]
-        if lazy:
-            _scores(q1, k1_t, j0, j1, mask, causal, i0, log2e, s)  # x - c
-            with np.errstate(over="ignore", invalid="ignore"):  # an overflowing tile is redone below
-                np.exp2(s, out=s)
-                np.matmul(s, v1[j0:j1], out=tile)  # (r, c) x (c, d_v + 1): sum_j p_j v^j | sum_j p_j
-            if tile[:, d_v].max() <= LAZY_LIMIT:  # False for inf and nan: then the exact step below
-                acc += tile
-                continue
-        # exact step (Milakov & Gimelshein 2018): the shift becomes the running maximum, old sums rescaled
-        _scores(q1, k1_t, j0, j1, mask, causal, i0, log2e, s)  # x - c
-        c = -q1[:, -1:]  # (r, 1), a copy
-        m_new = np.maximum(m, s.max(axis=1, keepdims=True) + c)
-        m_safe = np.where(np.isneginf(m_new), dtype.type(0), m_new)  # no key yet: no -inf - -inf
-        s -= m_safe - c
-        np.exp2(s, out=s)  # p_ij = 2^(x_ij - m_new) <= 1, in place
-        acc *= np.exp2(m - m_safe)  # <= 1; 0 while m = -inf (acc is 0 then too)
-        np.matmul(s, v1[j0:j1], out=tile)
-        acc += tile
-        m = m_new
-        q1[:, -1:] = -m_safe
-        lazy = lazy_ok and bool(np.isfinite(m).all())
-    l = acc[:, d_v:]  # (r, 1)  # noqa: E741
-    np.divide(acc[:, :d_v], np.where(l == 0, dtype.type(1), l), out=out)  # no key: zeros
-
-
-def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int = 512, *,
-                      causal: bool = False, block_q: int | None = None, lazy: bool = True):
-    """softmax(q k^T * scale + mask) v without forming the (n_q, n_k) matrix.
+def blocked_attention(q, k, v, mask=None, scale: float | None = None, block: int = 512) -> np.ndarray:
+    """softmax(q k^T * scale + mask) v, reading the keys ``block`` at a time (the online softmax).
 
     q: (..., n_q, d_k), k: (..., n_k, d_k), v: (..., n_k, d_v), batch dims broadcast;
-    mask: None, or broadcastable to (..., n_q, n_k), boolean (True = may attend) or
-    additive float, as in :func:`attn_ref.attention.scaled_dot_product_attention`
-    (a dense mask is itself n_q x n_k: for long sequences use ``causal=True``);
-    causal: key j may be attended by query i only when j <= i (PyTorch's ``is_causal``);
-    scale: None means 1/sqrt(d_k); block: keys per block; block_q: queries per block
-    (default ``min(block, 256)``).
-    Returns the output (..., n_q, d_v) only: the weights are never formed.  A query that
-    may attend to no key gets a zero output.  The dtype of the inputs is kept (float32
-    stays float32): peak memory O((n_q + n_k) * d + block_q * block) per thread.
-    lazy: after a query block's first key block, try each tile with the old shift and redo it exactly
-    only when its sums exceed ``LAZY_LIMIT`` (same answer; the book's appendix measures the saving); False: every tile
-    exact, the textbook online softmax.
-    For large inputs the query blocks are shared among as many Python threads as NumPy's BLAS
-    may use (``threadpoolctl.threadpool_limits`` sets that), each running BLAS on one thread.
+    mask: None, or broadcastable to (..., n_q, n_k), boolean (True = may attend) or additive float,
+    as in :func:`attn_ref.attention.scaled_dot_product_attention`; scale: None means 1/sqrt(d_k).
+    For every query i: a running maximum mu_i, a running sum s_i = sum_j exp(x_ij - mu_i) and an
+    unnormalised output acc_i = sum_j exp(x_ij - mu_i) v^j; when a block raises mu_i to mu_i', s_i
+    and acc_i are rescaled by exp(mu_i - mu_i'); the output is acc_i / s_i.  Only one
+    (..., n_q, block) tile of scores exists at a time; the weights are never formed.
+    Returns the output (..., n_q, d_v), in the inputs' dtype.  A query that may attend to no key
+    gets a zero output (the :func:`attn_ref.softmax` convention).
     """
     q, k, v = as_qkv(q, k, v)
-    if block < 1 or (block_q is not None and block_q < 1):
-        raise ValueError(f"block: expected block sizes >= 1, got block={block}, block_q={block_q}")
-    dtype = np.result_type(q, k, v)
-    n_q, d_k = q.shape[-2:]
-    n_k, d_v = v.shape[-2:]
-    try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError(f"k, v: expected batch dims that broadcast with q's {q.shape[:-2]}, "
-                         f"got {k.shape[:-2]} and {v.shape[:-2]}") from None
+    if block < 1:
+        raise ValueError(f"block: expected a block size >= 1, got {block}")
+    n_q, n_k = q.shape[-2], k.shape[-2]
     if mask is not None:
         mask = np.asarray(mask)
-        if mask.dtype != bool and mask.dtype.kind not in "fiu":
-            raise ValueError(f"mask: expected a boolean or float array, got dtype {mask.dtype}")
         try:
-            batch = np.broadcast_shapes(batch, mask.shape[:-2]) if mask.ndim > 2 else batch
-            mask = np.broadcast_to(mask, (*batch, n_q, n_k))  # a view: no copy
+            mask = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, (n_q, n_k)))
         except ValueError:
             raise ValueError(f"mask: expected a shape that broadcasts to (..., {n_q}, {n_k}), "
                              f"got {mask.shape}") from None
-        if mask.dtype != bool:
-            mask = mask.astype(dtype, copy=False)
-    s = 1.0 / math.sqrt(d_k) if scale is None else float(scale)  # a Python float keeps float32
-    q = np.broadcast_to(q, (*batch, n_q, d_k))
-    k = np.broadcast_to(k, (*batch, n_k, d_k))
-    v = np.broadcast_to(v, (*batch, n_k, d_v))
-    out = np.empty((*batch, n_q, d_v), dtype=dtype)
-    bq = min(block, 256) if block_q is None else block_q
-    bq, bk = max(1, min(bq, n_q)), max(1, min(block, n_k))
-    row_blocks = list(_blocks(n_q, bq))
-    big = n_q * n_k * math.prod(batch) >= 1 << 20
-    workers, one_blas_thread = _workers_and_limiter(len(row_blocks)) if big else (1, contextlib.nullcontext())
-    pool = _helpers(workers - 1) if workers > 1 else None
-    with one_blas_thread:
-        for idx in np.ndindex(*batch):
-            qa = np.empty((n_q, d_k + 1), dtype=dtype)  # q scaled once, in log2 units, | the shift
-            np.multiply(q[idx], dtype.type(s * LOG2E), out=qa[:, :d_k])
-            k1_t = np.empty((d_k + 1, n_k), dtype=dtype)  # k^T | a row of ones, contiguous: BLAS packs it faster
-            k1_t[:d_k], k1_t[d_k] = k[idx].T, 1
-            v1 = _with_ones(v[idx], dtype)  # (n_k, d_v + 1)
-            args = (qa, k1_t, v1, None if mask is None else mask[idx], causal, lazy)
-            if pool is None:
-                _attention_rows(*args, row_blocks, bq, bk, out[idx])
-            else:  # query blocks dealt round robin (causal rows cost more further down); share 0 runs here
-                jobs = [pool.submit(_attention_rows, *args, row_blocks[w::workers], bq, bk, out[idx])
-                        for w in range(1, workers)]
-                _attention_rows(*args, row_blocks[::workers], bq, bk, out[idx])
-                for job in jobs:
-                    job.result()
-    return out
-
-
-def _helpers(n: int) -> ThreadPoolExecutor:
-    """A pool of ``n`` helper threads kept for the process: starting threads per call cost ~0.2 ms each.
-
-    A child made by fork inherits the pool but not its threads: it gets a pool of its own.
-    """
-    global _POOL
-    pid, size, pool = _POOL
-    if pool is None or size < n or pid != os.getpid():
-        if pool is not None and pid == os.getpid():
-            pool.shutdown(wait=False)  # jobs already queued still run
-        pool = ThreadPoolExecutor(n, thread_name_prefix="blocked_attention")
-        _POOL = os.getpid(), n, pool
-    return pool
-
-
-_POOL: tuple[int, int, ThreadPoolExecutor | None] = (0, 0, None)
-
-
-def _workers_and_limiter(n_row_blocks: int):
-    """How many threads NumPy's BLAS may use, and a context that sets BLAS to one thread meanwhile.
-
-    Small tiles split across BLAS threads spend their time synchronising (on a loaded machine, a
-    waiting thread can cost milliseconds per product), so the kernel runs BLAS on one thread and
-    deals its query blocks to as many Python threads instead (NumPy releases the GIL in matmul and
-    in ufunc loops).  Without threadpoolctl: one thread, BLAS untouched.
-    """
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-            return 1, contextlib.nullcontext()
-        _CONTROLLER = ThreadpoolController()  # finding the libraries takes ~0.4 ms: once per process
-    blas = _CONTROLLER.select(user_api="blas")
-    n = max((lib.num_threads for lib in blas.lib_controllers), default=1)  # the current limit, read live
-    return max(1, min(n, n_row_blocks)), blas.limit(limits=1)
-
-
-_CONTROLLER = None
-
-
-# --- measuring the matrix form (used by the chapter "Efficient attention" and by bench/) ---------
-
-def median_time(fn, *args, repeat: int = 5, warmup: int = 1, **kwargs) -> float:
-    """Median wall time in seconds of ``fn(*args, **kwargs)`` over ``repeat`` runs after ``warmup`` runs.
-
-    The median, not the mean: on a shared machine a few runs are slowed by other processes.
-    """
-    import time
-
-    for _ in range(warmup):
-        fn(*args, **kwargs)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args, **kwargs)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-def compare_times(fns: dict, repeat: int = 5, warmup: int = 1) -> dict[str, float]:
-    """Median seconds of each zero-argument callable in ``fns``, measured in interleaved rounds.
-
-    Every round runs each function once, in turn, so that a burst of load from other processes
-    slows all of them alike: the *ratios* of the medians are what a shared machine can measure.
-    """
-    import time
-
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: float(np.median(ts)) for name, ts in times.items()}
-
-
-def peak_bytes(fn, *args, **kwargs) -> int:
-    """Peak bytes allocated while ``fn(*args, **kwargs)`` runs, by :mod:`tracemalloc`.
-
-    NumPy reports its array buffers to tracemalloc, so the figure is deterministic (unlike time).
-    """
-    import tracemalloc
-
-    tracemalloc.start()
-    try:
-        fn(*args, **kwargs)
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-#: The stages of the matrix form softmax(q k^T * scale) v, as :func:`attn_ref.softmax.softmax` runs them.
-MATRIX_FORM_STAGES = ("q k^T", "× scale", "row max", "exp(x − m)", "row sum", "divide", "weights v")
-
-
-def matrix_form_stages(q, k, v, scale: float | None = None, repeat: int = 3) -> dict[str, float]:
-    """Median seconds of each stage of the plain matrix form on q (n_q, d_k), k (n_k, d_k), v (n_k, d_v).
-
-    The stages are the NumPy expressions of ``softmax(q @ k.T * scale) @ v`` as one first writes them
-    (:func:`attn_ref.softmax.softmax`; each stage allocates a new (n_q, n_k) array), timed one at a time.
-    """
-    q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
-    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    raw = q @ k.T
-    scores = raw * s
-    m = scores.max(axis=-1, keepdims=True)
-    e = np.exp(scores - m)
-    total = e.sum(axis=-1, keepdims=True)
-    weights = e / total
-    stages = {
-        "q k^T": lambda: q @ k.T,  # (n_q, d_k) x (d_k, n_k) -> (n_q, n_k)
-        "× scale": lambda: raw * s,
-        "row max": lambda: scores.max(axis=-1, keepdims=True),
-        "exp(x − m)": lambda: np.exp(scores - m),
-        "row sum": lambda: e.sum(axis=-1, keepdims=True),
-        "divide": lambda: e / total,
-        "weights v": lambda: weights @ v,  # (n_q, n_k) x (n_k, d_v) -> (n_q, d_v)
-    }
-    return {name: median_time(fn, repeat=repeat) for name, fn in stages.items()}
+    q = q * default_scale(q.shape[-1], scale)  # scaled once (a Python float keeps float32)
+    shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (n_q,), v.shape[:-2] + (n_q,))
+    dtype = np.result_type(q, k, v)
+    mu = np.full(shape + (1,), -np.inf, dtype=dtype)  # running maximum mu_i
+    s = np.zeros(shape + (1,), dtype=dtype)  # running sum s_i
+    acc = np.zeros(shape + (v.shape[-1],), dtype=dtype)  # unnormalised output acc_i
+    for j0 in range(0, n_k, block):
+        x = q @ np.swapaxes(k[..., j0:j0 + block, :], -1, -2)  # (..., n_q, c): the only tile of scores
+        if mask is not None:
+            x = apply_mask(x, mask[..., j0:j0 + block])
+        mu_new = np.maximum(mu, x.max(axis=-1, keepdims=True))
+        shift = np.where(np.isneginf(mu_new), 0, mu_new)  # no key yet: exp(-inf - 0) = 0, not nan
+        p = np.exp(x - shift)  # <= 1: no overflow
+        rescale = np.exp(mu - shift)  # exp(mu - mu'), 0 for the first block
+        s = s * rescale + p.sum(axis=-1, keepdims=True)
+        acc = acc * rescale + p @ v[..., j0:j0 + block, :]
+        mu = mu_new
+    return acc / np.where(s == 0, 1, s)  # no key: 0 / 1

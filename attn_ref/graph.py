@@ -133,3 +133,22 @@ def gat_layer(x, graph, params: dict, heads: int = 1, concat: bool = True, negat
         out = out + bias
     return out, alpha
 
+
+def adjacency_from_edges(edges, n_nodes: int, undirected: bool = True) -> np.ndarray:
+    """Adjacency matrix (n_nodes, n_nodes) from ``edges`` (m, 2) of 0-based node indices.
+
+    A[i, j] = 1 if there is an edge i -> j (and j -> i too when ``undirected``); repeated edges
+    still give 1; no self loops are added (only those listed).
+    """
+    edges = np.asarray(edges)
+    if edges.size == 0:
+        edges = edges.reshape(0, 2)
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(f"edges: expected shape (m, 2), got {edges.shape}")
+    if edges.size and (edges.min() < 0 or edges.max() >= n_nodes):
+        raise ValueError(f"edges: expected node indices in [0, {n_nodes}), got {edges.min()}..{edges.max()}")
+    A = np.zeros((n_nodes, n_nodes))
+    A[edges[:, 0], edges[:, 1]] = 1.0
+    if undirected:
+        A[edges[:, 1], edges[:, 0]] = 1.0
+    return A

@@ -97,24 +97,3 @@ def band_to_dense(band_weights, w: int) -> np.ndarray:
     rows, slots = np.nonzero(band_valid(n, w))
     dense[..., rows, rows - w + slots] = band_weights[..., rows, slots]
     return dense
-
-
-def measure(fn, *args, repeat: int = 1):
-    """Run ``fn(*args)``: return ``(best time in seconds over repeat runs, peak bytes allocated by one run)``.
-
-    The peak comes from :mod:`tracemalloc` (numpy reports its array buffers to it), so it is
-    deterministic; the time is not (it depends on what else runs on the machine).
-    """
-    import time
-    import tracemalloc
-
-    tracemalloc.start()
-    fn(*args)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        best = min(best, time.perf_counter() - t0)
-    return best, peak

@@ -1,4 +1,4 @@
-"""Self-attention vs a recurrent network: sequential steps, path lengths, a long-range toy task.
+"""Self-attention vs a recurrent network: sequential steps and path lengths.
 
 * :func:`rnn_forward`: the vanilla (Elman) RNN, h_t = tanh(W_xh x_t + W_hh h_{t-1} + b), one
   step after the other (n sequential steps), as ``torch.nn.RNN`` with ``nonlinearity='tanh'``
@@ -8,8 +8,6 @@
   O(1), recurrent O(n), convolutional O(n/k) contiguous or O(log_k n) dilated), checked
   against a breadth-first search on the explicit computation graph of
   :func:`dependency_graph`.
-* :func:`first_token_batch`: sequences whose label is their first token, to be read at
-  the last position: the answer is n - 1 positions away from where it is asked.
 """
 
 from __future__ import annotations
@@ -145,15 +143,3 @@ def shortest_path_length(edges, source, target) -> int | float:
     """The number of edges on a shortest path from ``source`` to ``target`` (inf if there is none)."""
     path = shortest_path(edges, source, target)
     return math.inf if path is None else len(path) - 1
-
-
-def first_token_batch(rng: np.random.Generator, batch_size: int, n: int = 40, vocab: int = 8):
-    """A batch of the long-range toy task: random tokens, label = the first token.
-
-    Returns (tokens (batch_size, n) int64 in [0, vocab), labels (batch_size,) = tokens[:, 0]).
-    A model reads the label at the last position, n - 1 positions away from where it is.
-    """
-    if n < 1 or vocab < 2:
-        raise ValueError(f"n, vocab: expected n >= 1 and vocab >= 2, got n={n}, vocab={vocab}")
-    tokens = rng.integers(0, vocab, size=(batch_size, n), dtype=np.int64)  # (B, n)
-    return tokens, tokens[:, 0].copy()

@@ -5,12 +5,14 @@ applied to every input vector; it cannot tell the two ``saw`` of ``I saw a saw``
 their vectors are identical.  Feeding it a window of neighbours (x_{t-w}, ..., x_{t+w})
 concatenated fixes that, at the price of (2w+1) times the input parameters.
 
-NumPy (what the exercises check) and PyTorch twins (what the chapter trains):
+What the exercises check (the chapter trains the same network with PyTorch, in
+:mod:`attn_book.models.tagger`):
 
 * :func:`window_features` — (..., n, d) -> (..., n, (2w+1) d), zero (or ``pad``) beyond the ends;
 * :func:`fcn_tag_logits` — relu(X W1^T + b1) W2^T + b2 for every row (weights shaped like nn.Linear);
 * :func:`windowed_logits` — the same FCN on the windowed features;
-* :func:`make_tagger`, :func:`train_tagger`, :func:`n_tagger_params` — the trained taggers and their size.
+* :func:`n_tagger_params` — the size of the windowed FCN;
+* :func:`token_dataset` — the windowed features of every token of a corpus.
 """
 
 from __future__ import annotations
@@ -78,64 +80,3 @@ def token_dataset(sentences, vectors, labels, w: int) -> tuple[np.ndarray, np.nd
     vectors = as_array(vectors, "vectors")
     feats = [window_features(vectors[s], w) for s in sentences]
     return np.concatenate(feats).astype(np.float32), np.concatenate(labels).astype(np.int64)
-
-
-def make_tagger(d_in: int, n_tags: int, hidden: int = 32, seed: int = 0):
-    """torch: Linear(d_in, hidden) -> ReLU -> Linear(hidden, n_tags), seeded initialisation."""
-    import torch
-
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, n_tags))
-
-
-def tagger_weights(model) -> tuple[np.ndarray, ...]:
-    """(W1, b1, W2, b2) of a :func:`make_tagger` model as numpy arrays (for :func:`fcn_tag_logits`)."""
-    return tuple(p.detach().cpu().numpy().astype(np.float64) for p in model.parameters())
-
-
-def train_tagger(X_train, y_train, X_val=None, y_val=None, *, n_tags: int, hidden: int = 32,
-                 steps: int = 300, lr: float = 0.01, weight_decay: float = 0.0, seed: int = 0,
-                 eval_every: int = 10):
-    """Full-batch Adam on cross-entropy. Returns (model, curves).
-
-    curves: dict of lists ``step``, ``train_loss``, ``train_acc``, ``val_loss``, ``val_acc``
-    (the validation entries only when a validation set is given), measured every ``eval_every`` steps.
-    """
-    import torch
-
-    Xt, yt = torch.as_tensor(X_train, dtype=torch.float32), torch.as_tensor(y_train)
-    has_val = X_val is not None
-    if has_val:
-        Xv, yv = torch.as_tensor(X_val, dtype=torch.float32), torch.as_tensor(y_val)
-    model = make_tagger(Xt.shape[1], n_tags, hidden, seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    curves: dict[str, list] = {"step": [], "train_loss": [], "train_acc": [], "val_loss": [], "val_acc": []}
-
-    def record(step):
-        with torch.no_grad():
-            out = model(Xt)
-            curves["step"].append(step)
-            curves["train_loss"].append(float(loss_fn(out, yt)))
-            curves["train_acc"].append(float((out.argmax(1) == yt).float().mean()))
-            if has_val:
-                out = model(Xv)
-                curves["val_loss"].append(float(loss_fn(out, yv)))
-                curves["val_acc"].append(float((out.argmax(1) == yv).float().mean()))
-
-    for step in range(steps):
-        if step % eval_every == 0:
-            record(step)
-        opt.zero_grad()
-        loss_fn(model(Xt), yt).backward()
-        opt.step()
-    record(steps)
-    return model, curves
-
-
-def predict_tags(model, features) -> np.ndarray:
-    """Argmax tag index of every row of ``features`` (N, d_in) under a torch tagger."""
-    import torch
-
-    with torch.no_grad():
-        return model(torch.as_tensor(np.asarray(features), dtype=torch.float32)).argmax(1).numpy()

@@ -1,30 +1,27 @@
-"""attn_ref.data: deterministic corpora, framing (vs a hand loop and the count formula), graphs."""
+"""attn_book.toy_data: deterministic corpora and toy tasks, the molecule; attn_ref.graph.adjacency_from_edges."""
 
 import numpy as np
 import pytest
 
-from attn_ref.data import (
+from attn_book.toy_data import (
     TAGS,
-    adjacency_from_edges,
     embedding_corpus,
     encode,
-    frame_signal,
-    frame_spectra,
-    long_range_corpus,
-    n_frames,
-    synthetic_waveform,
+    first_token_batch,
+    previous_token_batch,
     tagging_corpus,
     tagging_vocab,
     toy_molecule,
 )
+from attn_ref.graph import adjacency_from_edges
 
 
 def test_corpora_are_deterministic_and_seed_dependent():
     assert embedding_corpus(50, seed=3) == embedding_corpus(50, seed=3)
     assert embedding_corpus(50, seed=3) != embedding_corpus(50, seed=4)
     assert tagging_corpus(50, seed=1) == tagging_corpus(50, seed=1)
-    a, la = long_range_corpus(20, seed=5)
-    b, lb = long_range_corpus(20, seed=5)
+    a, la = first_token_batch(np.random.default_rng(5), 20, 8, vocab=12, cues=2)
+    b, lb = first_token_batch(np.random.default_rng(5), 20, 8, vocab=12, cues=2)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(la, lb)
 
@@ -47,50 +44,35 @@ def test_tagging_corpus_has_ambiguous_forms_in_both_roles():
 
 
 def test_long_range_label_is_the_first_word():
-    tokens, labels = long_range_corpus(100, length=6, n_fillers=4, seed=0)
-    assert tokens.shape == (100, 6)
+    tokens, labels = first_token_batch(np.random.default_rng(0), 100, 6, vocab=6, cues=2)
+    assert tokens.shape == (100, 6) and tokens.dtype == labels.dtype == np.int64
     np.testing.assert_array_equal(tokens[:, 0], labels)
-    assert tokens[:, 1:].min() >= 2 and tokens[:, 1:].max() <= 5
+    assert tokens[:, 1:].min() >= 2 and tokens[:, 1:].max() <= 5  # fillers never repeat a cue
     assert 20 < labels.sum() < 80
+    tokens, labels = first_token_batch(np.random.default_rng(0), 50, 10, vocab=8)
+    np.testing.assert_array_equal(tokens[:, 0], labels)
+    assert tokens.min() >= 0 and tokens.max() <= 7 and (tokens[:, 1:] < 2).any()  # cues anywhere
+    for bad in ({"n": 0}, {"vocab": 1}, {"cues": 1}, {"cues": 8}):
+        with pytest.raises(ValueError):
+            first_token_batch(np.random.default_rng(0), 4, **{"n": 5, "vocab": 8, **bad})
 
 
-@pytest.mark.parametrize("n,frame_len,hop", [(16000, 400, 160), (1000, 400, 160), (400, 400, 160),
-                                             (559, 400, 160), (560, 400, 160), (37, 5, 3), (10, 4, 4)])
-def test_frame_signal_equals_a_hand_loop(n, frame_len, hop):
-    x = np.random.default_rng(n).standard_normal(n)
-    frames = frame_signal(x, frame_len, hop)
-    expected = []
-    start = 0
-    while start + frame_len <= n:
-        expected.append(x[start:start + frame_len])
-        start += hop
-    np.testing.assert_array_equal(frames, np.array(expected))
-    assert frames.shape[0] == 1 + (n - frame_len) // hop == n_frames(n, frame_len, hop)
+def test_cue_words_draw_the_labels_first_then_the_fillers():
+    """The draws the chapter "Sequence labeling" relies on: labels, then fillers, from one generator."""
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, size=30)
+    fillers = rng.integers(2, 12, size=(30, 8))
+    tokens, got = first_token_batch(np.random.default_rng(3), 30, 8, vocab=12, cues=2)
+    np.testing.assert_array_equal(got, labels)
+    np.testing.assert_array_equal(tokens[:, 1:], fillers[:, 1:])
 
 
-def test_frame_signal_matches_torch_unfold():
+def test_previous_token_targets():
     torch = pytest.importorskip("torch")
-    x = np.random.default_rng(0).standard_normal(3210)
-    np.testing.assert_array_equal(frame_signal(x), torch.from_numpy(x).unfold(0, 400, 160).numpy())
-
-
-def test_one_second_at_16k_gives_98_frames_of_25ms():
-    x = synthetic_waveform(1.0, 16000, seed=0)
-    assert x.shape == (16000,)
-    frames = frame_signal(x)
-    assert frames.shape == (98, 400)  # 1 + (16000 - 400) // 160
-    spectra = frame_spectra(frames)
-    assert spectra.shape == (98, 201)
-    # the chirp rises: the peak frequency of an early frame is below that of a later chirp frame
-    assert spectra[5].argmax() < spectra[40].argmax()
-
-
-def test_frame_signal_rejects_bad_input():
-    with pytest.raises(ValueError, match=r"\(n_samples,\)"):
-        frame_signal(np.zeros((2, 500)))
-    with pytest.raises(ValueError, match="at least frame_len"):
-        frame_signal(np.zeros(100))
-    assert n_frames(100) == 0
+    tokens, target = previous_token_batch(4, 6, 5, torch.Generator().manual_seed(0))
+    assert tokens.shape == target.shape == (4, 6)
+    assert (target[:, 0] == -100).all()
+    assert torch.equal(target[:, 1:], tokens[:, :-1])
 
 
 def test_adjacency_from_edges():

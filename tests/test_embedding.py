@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attn_ref.data import EMBEDDING_GROUPS, build_vocab, embedding_corpus
+from attn_book.toy_data import EMBEDDING_GROUPS, build_vocab, embedding_corpus
 from attn_ref.embedding import cooccurrence_matrix, cosine_similarity_matrix, learn_embedding, one_hot, pca_2d, ppmi
 
 

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from attn_book.figures.graphs import draw_graph
-from attn_book.figures.multi_head import draw_split_merge
+from attn_book.figures.multi_head import draw_split_merge, split_merge_example
 from attn_book.figures.rnn import draw_dependency_graph
 from attn_book.figures.sequence_labeling import draw_tagger
 from attn_book.figures.transformer import draw_encoder_block
 from attn_book.figures.vector_sets import draw_output_types, draw_undirected_graph
 from attn_ref.graph import gat_layer, init_gat_params
+from attn_ref.multihead import merge_heads, split_heads
 
 
 @pytest.mark.parametrize("w", [0, 1, 2])
@@ -90,4 +91,35 @@ def test_dependency_graph_titles_the_path_length(kind, k, length):
     assert ax.get_title().endswith(f"path length {length}")
     red = [a for a in ax.texts if a.arrow_patch.get_linewidth() == 2]  # the path's arrows
     assert len(red) == length
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4])
+def test_split_merge_drawing_has_every_cell(n_heads):
+    fig, ax = plt.subplots()
+    drawn = draw_split_merge(ax, n=3, d_model=8, n_heads=n_heads)
+    # Q, the h heads, the h outputs, the concatenation, the W_o output: five times n * d_model cells
+    assert len(drawn["cells"]) == 5 * 3 * 8
+    assert len(drawn["arrows"]) == 3 * n_heads + 1
+    plt.close(fig)
+    with pytest.raises(ValueError, match="divisor"):
+        draw_split_merge(plt.subplots()[1], d_model=8, n_heads=3)
+    plt.close("all")
+
+
+def test_split_merge_example_matches_split_heads():
+    labels = split_merge_example(3, 8, 4).astype(float)  # column c coloured by its head
+    heads = split_heads(labels, 4)  # (4, 3, 2)
+    for h in range(4):
+        assert (heads[h] == h).all()
+    np.testing.assert_array_equal(merge_heads(heads), labels)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_block_diagram(norm_first):
+    fig, ax = plt.subplots()
+    drawn = draw_encoder_block(ax, norm_first=norm_first)
+    assert len(drawn["boxes"]) == 6 and len(drawn["residuals"]) == 2
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("Layer norm") == 2 and texts.count("+") == 2
     plt.close(fig)

@@ -1,4 +1,4 @@
-"""attn_ref.recurrent (and the tiny torch models) against torch.nn.RNN, nn.MultiheadAttention and BFS."""
+"""attn_ref.recurrent against torch.nn.RNN and a breadth-first search."""
 
 import math
 
@@ -9,12 +9,10 @@ import torch
 from attn_ref.recurrent import (
     birnn_forward,
     dependency_graph,
-    first_token_batch,
     path_length,
     rnn_forward,
     shortest_path_length,
 )
-from attn_ref.tiny_models import AttentionClassifier, RNNClassifier, SelfAttention, TinyViT, n_parameters
 
 
 def _rnn_weights(rnn, suffix=""):
@@ -82,75 +80,8 @@ def test_path_length_orders_of_vaswani_table_1():
         path_length("transformer", 4)
 
 
-def test_first_token_batch():
-    tokens, labels = first_token_batch(np.random.default_rng(0), 16, n=30, vocab=5)
-    assert tokens.shape == (16, 30) and tokens.max() < 5
-    np.testing.assert_array_equal(labels, tokens[:, 0])
-
-
-def test_self_attention_module_equals_torch_multihead():
-    torch.manual_seed(0)
-    d, h = 8, 2
-    mine = SelfAttention(d, h)
-    ref = torch.nn.MultiheadAttention(d, h, batch_first=True)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(mine.qkv.weight)
-        ref.in_proj_bias.copy_(mine.qkv.bias)
-        ref.out_proj.weight.copy_(mine.out.weight)
-        ref.out_proj.bias.copy_(mine.out.bias)
-        x = torch.randn(3, 5, d)
-        np.testing.assert_allclose(mine(x).numpy(), ref(x, x, x)[0].numpy(), rtol=1e-5, atol=1e-5)
-
-
-def test_vit_patches_row_major():
-    x = torch.arange(64.0).reshape(1, 1, 8, 8)
-    p = TinyViT(patch=2).patches(x)  # (1, 16, 4)
-    ref = torch.nn.functional.unfold(x, 2, stride=2).transpose(1, 2)  # (1, 16, 4)
-    assert torch.equal(p, ref)
-
-
-def test_toy_models_have_similar_size():
-    a, r = n_parameters(AttentionClassifier(8, 40)), n_parameters(RNNClassifier(8))
-    assert abs(a - r) / r < 0.2
-
-
 def test_bad_shapes_raise():
     with pytest.raises(ValueError, match=r"\(n, d_in\)"):
         rnn_forward(np.zeros(3), np.zeros((2, 3)), np.zeros((2, 2)), np.zeros(2))
     with pytest.raises(ValueError, match=r"d_h=2"):
         rnn_forward(np.zeros((4, 3)), np.zeros((2, 3)), np.zeros((3, 3)), np.zeros(2))
-
-
-def test_gaussian_attention_heads_peak_at_their_centre():
-    """Each quadratic-encoding head puts its largest weight at query + Delta, sharper as gamma grows."""
-    from attn_ref.tiny_models import GaussianAttentionClassifier, attention_spread
-
-    torch.manual_seed(0)
-    model = GaussianAttentionClassifier(n_heads=2, side=8, gamma0=5.0)
-    with torch.no_grad():
-        model.centre.copy_(torch.tensor([[0.0, 0.0], [1.0, -2.0]]))
-        w = model.weights()  # (2, 64, 64)
-    assert w.shape == (2, 64, 64)
-    torch.testing.assert_close(w.sum(-1), torch.ones(2, 64))
-    query = 3 * 8 + 4  # pixel (3, 4)
-    assert int(w[0, query].argmax()) == query
-    assert int(w[1, query].argmax()) == (3 + 1) * 8 + (4 - 2)
-    mean_dist, in_3x3 = attention_spread(w, side=8)
-    assert in_3x3[0] > 0.99 and mean_dist[0] < 0.1  # sharp head on the query itself
-    assert in_3x3[1] < in_3x3[0]  # the head two columns away has less weight in the 3x3
-    out = model(torch.rand(5, 1, 8, 8))
-    assert out.shape == (5, 10)
-
-
-def test_attention_spread_of_uniform_and_one_hot_weights():
-    """Uniform weights: every pixel alike; one-hot on the query: distance 0, all in the 3x3."""
-    from attn_ref.tiny_models import attention_spread
-
-    uniform = np.full((1, 16, 16), 1 / 16)
-    one_hot = np.eye(16)[None]
-    d_u, near_u = attention_spread(uniform, side=4)
-    d_o, near_o = attention_spread(one_hot, side=4)
-    assert d_o[0] == 0 and near_o[0] == 1
-    # 4x4 grid: a corner pixel has 4 of 16 in its 3x3, an edge pixel 6, an inner pixel 9
-    assert math.isclose(near_u[0], (4 * 4 + 8 * 6 + 4 * 9) / 16 / 16, rel_tol=1e-6)
-    assert d_u[0] > 1

@@ -1,21 +1,13 @@
-"""attn_ref.seqlabel: window features vs a hand example and torch's F.pad + unfold, the FCN vs nn.Sequential."""
+"""attn_ref.seqlabel: window features vs a hand example and torch's F.pad + unfold, the FCN vs the trained
+taggers of attn_book.models (nn.Sequential)."""
 
 import numpy as np
 import pytest
 import torch
 
-from attn_ref.data import TAGS, encode, tagging_corpus, tagging_vocab
-from attn_ref.seqlabel import (
-    fcn_tag_logits,
-    make_tagger,
-    n_tagger_params,
-    predict_tags,
-    tagger_weights,
-    token_dataset,
-    train_tagger,
-    window_features,
-    windowed_logits,
-)
+from attn_book.models import make_tagger, predict_tags, tagger_weights, train_tagger
+from attn_book.toy_data import TAGS, encode, tagging_corpus, tagging_vocab
+from attn_ref.seqlabel import fcn_tag_logits, n_tagger_params, token_dataset, window_features, windowed_logits
 
 
 def test_window_features_hand_example():
@@ -87,6 +79,7 @@ def test_per_token_fcn_confuses_the_two_saws_and_a_window_fixes_it():
         X, y = token_dataset(sents, E, tags, w)
         model, curves = train_tagger(X, y, n_tags=len(TAGS), steps=150, seed=0)
         assert curves["train_loss"][-1] < curves["train_loss"][0]
+        assert curves["step"] == list(range(0, 150, 10)) + [150] and curves["val_acc"] == []
         preds[w] = predict_tags(model, token_dataset(sents[:1], E, tags[:1], w)[0])
     assert preds[0][1] == preds[0][3]  # identical inputs, identical outputs
     assert [TAGS[i] for i in preds[1]] == ["PRON", "VERB", "DET", "NOUN"]

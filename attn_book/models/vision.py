@@ -1,19 +1,12 @@
-"""Tiny PyTorch models and training loops for the book's two small experiments.
+"""Self-attention vs CNN on images (chapter "Self-attention and CNNs"), small enough for two CPU cores.
 
-* Self-attention vs CNN on little data (Dosovitskiy et al. 2021, "An Image is Worth
-  16x16 Words", fig. 3-4: ViT beats CNNs only with much data): :class:`TinyCNN` and
-  :class:`TinyViT` (patches + positional embedding + one self-attention layer +
-  classifier) trained on subsets of scikit-learn's 8x8 digits.
+* Self-attention vs CNN on little data (Dosovitskiy et al. 2021, "An Image is Worth 16x16 Words",
+  fig. 3-4: ViT beats CNNs only with much data): :class:`TinyCNN` and :class:`TinyViT` (patches +
+  positional embedding + one self-attention layer + classifier) trained on subsets of scikit-learn's
+  8x8 digits (:func:`digits_data_size_curve`).
 * Self-attention as a CNN with a learned receptive field (Cordonnier et al. 2020):
   :class:`GaussianAttentionClassifier`, whose heads learn where to look and how wide, and
   :func:`attention_spread`, which measures how wide they look.
-* Self-attention vs RNN on a long-range dependency (Vaswani et al. 2017, Table 1:
-  maximum path length O(1) vs O(n)): :class:`RNNClassifier` (vanilla tanh
-  ``torch.nn.RNN``) and :class:`AttentionClassifier` read a token sequence and must
-  output the *first* token at the last position (:func:`attn_ref.recurrent.first_token_batch`).
-
-Everything is small enough to train in seconds on two CPU cores.  Importing this module
-imports torch; :mod:`attn_ref.conv` and :mod:`attn_ref.recurrent` do not.
 """
 
 from __future__ import annotations
@@ -22,32 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
-
-def n_parameters(model: nn.Module) -> int:
-    """The number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-class SelfAttention(nn.Module):
-    """Multi-head self-attention, softmax(Q K^T / sqrt(d_h)) V per head, then W_O (as ``nn.MultiheadAttention``).
-
-    A lighter twin of ``torch.nn.MultiheadAttention`` (one fused Q/K/V projection and
-    ``F.scaled_dot_product_attention``): faster for these tiny models.  x (B, n, d) -> (B, n, d).
-    """
-
-    def __init__(self, d_model: int, n_heads: int = 1):
-        super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model: expected a multiple of n_heads={n_heads}, got {d_model}")
-        self.n_heads = n_heads
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
-
-    def forward(self, x):
-        B, n, d = x.shape
-        q, k, v = self.qkv(x).reshape(B, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)  # (B, h, n, d_h)
-        o = nn.functional.scaled_dot_product_attention(q, k, v)  # (B, h, n, d_h)
-        return self.out(o.transpose(1, 2).reshape(B, n, d))  # (B, n, d)
+from .layers import SelfAttention
+from .training import accuracy, train_classifier
 
 
 class TinyCNN(nn.Module):
@@ -93,58 +62,6 @@ class TinyViT(nn.Module):
         a = self.attn(t)  # (B, n_tokens, d)
         h = self.norm(t + a)  # residual
         return self.head(h.mean(dim=1))  # (B, n_classes)
-
-
-class RNNClassifier(nn.Module):
-    """Embedding -> vanilla tanh ``torch.nn.RNN`` -> linear read-out of the last hidden state."""
-
-    def __init__(self, vocab: int, d_embed: int = 16, d_hidden: int = 32):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, d_embed)
-        self.rnn = nn.RNN(d_embed, d_hidden, nonlinearity="tanh", batch_first=True)
-        self.head = nn.Linear(d_hidden, vocab)
-
-    def forward(self, tokens):
-        h, _ = self.rnn(self.embed(tokens))  # (B, n, d_hidden): n sequential steps
-        return self.head(h[:, -1])  # (B, vocab)
-
-
-class AttentionClassifier(nn.Module):
-    """Embedding + learned positions -> one self-attention layer -> read-out at the last position."""
-
-    def __init__(self, vocab: int, n_positions: int, d_model: int = 16, n_heads: int = 1):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, d_model)
-        self.pos = nn.Parameter(torch.randn(n_positions, d_model) * 0.1)
-        self.attn = SelfAttention(d_model, n_heads)
-        self.head = nn.Linear(d_model, vocab)
-
-    def forward(self, tokens):
-        t = self.embed(tokens) + self.pos[: tokens.shape[1]]  # (B, n, d)
-        a = self.attn(t)  # (B, n, d): all positions at once
-        return self.head(a[:, -1])  # (B, vocab)
-
-
-def accuracy(model: nn.Module, X, y) -> float:
-    """Fraction of ``X`` classified as ``y`` (evaluation mode, no gradients)."""
-    model.eval()
-    with torch.no_grad():
-        return float((model(X).argmax(dim=1) == y).float().mean())
-
-
-def train_classifier(model: nn.Module, X, y, *, steps: int = 300, batch_size: int = 64, lr: float = 1e-2,
-                     seed: int = 0, weight_decay: float = 0.0) -> nn.Module:
-    """Adam on cross-entropy for ``steps`` mini-batches drawn (seeded) from (X, y); returns the model."""
-    g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    model.train()
-    for _ in range(steps):
-        idx = torch.randint(len(X), (min(batch_size, len(X)),), generator=g)
-        loss = nn.functional.cross_entropy(model(X[idx]), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return model
 
 
 class GaussianAttentionClassifier(nn.Module):
@@ -244,28 +161,3 @@ def digits_data_size_curve(sizes, *, seeds=(0, 1, 2), steps: int = 300, test_siz
                 result[name][i, s] = accuracy(model, X_test, y_test)
                 result[name + "_train"][i, s] = accuracy(model, X_pool[train], y_pool[train])
     return result
-
-
-def train_sequence_model(model: nn.Module, make_batch, *, steps: int = 300, batch_size: int = 64,
-                         lr: float = 3e-3, eval_every: int = 20, seed: int = 0, clip: float = 1.0):
-    """Train on fresh batches ``make_batch(rng, batch_size) -> (tokens, target)``; return the learning curve.
-
-    Returns (steps_evaluated, accuracies) on one fixed held-out batch of 512 sequences.
-    Gradients are clipped to norm ``clip`` (standard for RNNs, given to both models).
-    """
-    rng = np.random.default_rng(seed)
-    X_val, y_val = (torch.as_tensor(a) for a in make_batch(np.random.default_rng(10_000 + seed), 512))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    at, acc = [0], [accuracy(model, X_val, y_val)]
-    for step in range(1, steps + 1):
-        model.train()
-        X, y = (torch.as_tensor(a) for a in make_batch(rng, batch_size))
-        loss = nn.functional.cross_entropy(model(X), y)
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        if step % eval_every == 0:
-            at.append(step)
-            acc.append(accuracy(model, X_val, y_val))
-    return np.array(at), np.array(acc)

@@ -1,24 +1,26 @@
-"""Toy inputs of the chapters "Vector sets as input" and "Sequence labeling without attention".
+"""The toy data of the book's chapters, generated deterministically from a seed.
 
-Everything here is generated deterministically from a seed, so every figure of the
-book is reproducible (Lee, ML 2021 "Self-attention", 序列与模型 and Sequence Labeling):
+Every figure of the book is reproducible from these (Lee, ML 2021 "Self-attention", 序列与模型 and
+Sequence Labeling):
 
-* :func:`embedding_corpus` — templated sentences about animals, vehicles and foods,
-  the small corpus on which :mod:`attn_ref.embedding` learns word vectors;
-* :func:`tagging_corpus` — a tiny grammar whose sentences ("I saw a saw") use the same
-  word form as a verb and as a noun, with part-of-speech tags;
-* :func:`long_range_corpus` — sequences whose last tag is decided by the first word;
-* :func:`synthetic_waveform` and :func:`frame_signal` — 16 kHz audio cut into 25 ms
-  frames every 10 ms (400 samples, hop 160: 100 frames per second);
-* :func:`toy_molecule` and :func:`adjacency_from_edges` — a graph as node vectors
-  plus an adjacency matrix.
+* :func:`embedding_corpus` — templated sentences about animals, vehicles and foods, the small corpus
+  on which :mod:`attn_ref.embedding` learns word vectors;
+* :func:`tagging_corpus` — a tiny grammar whose sentences ("I saw a saw") use the same word form as a
+  verb and as a noun, with part-of-speech tags;
+* :func:`first_token_batch` — the long-range toy task: sequences whose label is their first token,
+  to be read at the last position;
+* :func:`previous_token_batch` — the "previous token" task, where order matters;
+* :func:`synthetic_waveform` — one second of 16 kHz audio (framed by :mod:`attn_ref.speech`);
+* :func:`toy_molecule` — a graph as node vectors plus an adjacency matrix.
+
+The maths that turns these into vectors (framing, adjacency matrices) is in :mod:`attn_ref`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_array, check_ndim
+from attn_ref.graph import adjacency_from_edges
 
 # ---------------------------------------------------------------------------------------------
 # Words
@@ -133,26 +135,48 @@ def encode(sentences, vocab: dict[str, int]) -> list[np.ndarray]:
     return [np.array([vocab[w] for w in s], dtype=np.int64) for s in sentences]
 
 
-def long_range_corpus(n_sentences: int, length: int = 8, n_fillers: int = 10,
-                      seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Sequences whose last tag is decided by the first word, ``length - 1`` positions earlier.
+# ---------------------------------------------------------------------------------------------
+# Long-range and order tasks
+# ---------------------------------------------------------------------------------------------
 
-    Vocabulary: 0 = ``yes``, 1 = ``no``, 2 .. 2 + n_fillers - 1 = filler words.  Each sequence is
-    one of the two cue words followed by ``length - 1`` random fillers.  Returns
-    ``tokens (n_sentences, length)`` and ``labels (n_sentences,)``: the label of the last
-    word is 0 after ``yes`` and 1 after ``no`` — chance is 50 %.
+def first_token_batch(rng: np.random.Generator, batch_size: int, n: int = 40, vocab: int = 8,
+                      cues: int | None = None):
+    """A batch of the long-range toy task: label = the first token, read at the last position.
+
+    Returns (tokens (batch_size, n) int64 in [0, vocab), labels (batch_size,) = tokens[:, 0]).
+    A model reads the label at the last position, n - 1 positions away from where it is.
+    cues: None, every token is drawn from the whole vocabulary; an integer k, the first token is one
+    of k cue words 0 .. k-1 (e.g. ``yes``, ``no``), drawn first, and the other n - 1 are filler words
+    k .. vocab-1, so only the first word tells the label (chance is 1/k).
     """
-    if length < 2:
-        raise ValueError(f"length: expected at least 2, got {length}")
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 2, size=n_sentences)
-    tokens = rng.integers(2, 2 + n_fillers, size=(n_sentences, length))
+    if n < 1 or vocab < 2:
+        raise ValueError(f"n, vocab: expected n >= 1 and vocab >= 2, got n={n}, vocab={vocab}")
+    if cues is None:
+        tokens = rng.integers(0, vocab, size=(batch_size, n), dtype=np.int64)  # (B, n)
+        return tokens, tokens[:, 0].copy()
+    if not 2 <= cues < vocab:
+        raise ValueError(f"cues: expected 2 <= cues < vocab={vocab}, got {cues}")
+    labels = rng.integers(0, cues, size=batch_size, dtype=np.int64)  # (B,)
+    tokens = rng.integers(cues, vocab, size=(batch_size, n), dtype=np.int64)  # (B, n) fillers
     tokens[:, 0] = labels
     return tokens, labels
 
 
+def previous_token_batch(batch: int, n: int, vocab: int, generator):
+    """Random tokens (batch, n) and targets (batch, n): target[:, i] = tokens[:, i-1]; target[:, 0] = -100 (ignored).
+
+    torch tensors, drawn with the ``torch.Generator`` ``generator``.
+    """
+    import torch
+
+    tokens = torch.randint(0, vocab, (batch, n), generator=generator)  # (B, n)
+    target = torch.full_like(tokens, -100)
+    target[:, 1:] = tokens[:, :-1]  # (B, n - 1)
+    return tokens, target
+
+
 # ---------------------------------------------------------------------------------------------
-# Audio: a waveform cut into frames
+# Audio and graphs
 # ---------------------------------------------------------------------------------------------
 
 def synthetic_waveform(duration: float = 1.0, sr: int = 16000, seed: int = 0) -> np.ndarray:
@@ -175,61 +199,6 @@ def synthetic_waveform(duration: float = 1.0, sr: int = 16000, seed: int = 0) ->
     vowel /= np.abs(vowel).max()
     x = np.where(t < half, 0.8 * chirp, 0.8 * vowel)
     return x + 0.02 * rng.standard_normal(n)
-
-
-def n_frames(n_samples: int, frame_len: int = 400, hop: int = 160) -> int:
-    """1 + (n_samples - frame_len) // hop: the number of complete frames (0 if the signal is too short)."""
-    if n_samples < frame_len:
-        return 0
-    return 1 + (n_samples - frame_len) // hop
-
-
-def frame_signal(x, frame_len: int = 400, hop: int = 160) -> np.ndarray:
-    """Cut ``x`` (n_samples,) into overlapping frames: (n_frames, frame_len), frame i = x[i*hop : i*hop+frame_len].
-
-    n_frames = 1 + (n_samples - frame_len) // hop; a last incomplete frame is dropped (no padding).
-    At 16 kHz the defaults are the usual 25 ms windows every 10 ms: 100 frames per second.
-    """
-    x = as_array(x, "x")
-    check_ndim(x, "x", 1, "(n_samples,)")
-    if frame_len < 1 or hop < 1:
-        raise ValueError(f"frame_len and hop: expected positive integers, got {frame_len} and {hop}")
-    if x.shape[0] < frame_len:
-        raise ValueError(f"x: expected at least frame_len={frame_len} samples, got shape {x.shape}")
-    count = n_frames(x.shape[0], frame_len, hop)
-    starts = hop * np.arange(count)  # (n_frames,)
-    return x[starts[:, None] + np.arange(frame_len)[None, :]]  # (n_frames, frame_len)
-
-
-def frame_spectra(frames) -> np.ndarray:
-    """|FFT| of each Hann-windowed frame: (n_frames, frame_len) -> (n_frames, frame_len // 2 + 1)."""
-    frames = as_array(frames, "frames")
-    check_ndim(frames, "frames", 2, "(n_frames, frame_len)")
-    return np.abs(np.fft.rfft(frames * np.hanning(frames.shape[1]), axis=1))
-
-
-# ---------------------------------------------------------------------------------------------
-# Graphs
-# ---------------------------------------------------------------------------------------------
-
-def adjacency_from_edges(edges, n_nodes: int, undirected: bool = True) -> np.ndarray:
-    """Adjacency matrix (n_nodes, n_nodes) from ``edges`` (m, 2) of 0-based node indices.
-
-    A[i, j] = 1 if there is an edge i -> j (and j -> i too when ``undirected``); repeated edges
-    still give 1; no self loops are added (only those listed).
-    """
-    edges = np.asarray(edges)
-    if edges.size == 0:
-        edges = edges.reshape(0, 2)
-    if edges.ndim != 2 or edges.shape[1] != 2:
-        raise ValueError(f"edges: expected shape (m, 2), got {edges.shape}")
-    if edges.size and (edges.min() < 0 or edges.max() >= n_nodes):
-        raise ValueError(f"edges: expected node indices in [0, {n_nodes}), got {edges.min()}..{edges.max()}")
-    A = np.zeros((n_nodes, n_nodes))
-    A[edges[:, 0], edges[:, 1]] = 1.0
-    if undirected:
-        A[edges[:, 1], edges[:, 0]] = 1.0
-    return A
 
 
 def toy_molecule() -> dict:
