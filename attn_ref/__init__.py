@@ -22,7 +22,7 @@ from .encoder import encoder_block, encoder_params_from_torch, feed_forward, ini
 from .examples import lecture_example
 from .graph import adjacency_from_edges, adjacency_mask, gat_layer, gat_params_from_pyg, init_gat_params
 from .images import image_to_vectors, patchify, unpatchify, vectors_to_image
-from .local import band_to_dense, banded_attention
+from .truncated import band_to_dense, truncated_attention
 from .multihead import init_mha_params, merge_heads, mha_params_from_torch, multi_head_attention, split_heads
 from .positional import shift_matrix, sinusoidal_positional_encoding
 from .recurrent import path_length, rnn_forward
@@ -40,7 +40,7 @@ __all__ = [
     "attend_one",
     "band_mask",
     "band_to_dense",
-    "banded_attention",
+    "truncated_attention",
     "blocked_attention",
     "causal_mask",
     "conv2d_same",

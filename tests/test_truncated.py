@@ -1,4 +1,4 @@
-"""Truncated (banded) self-attention: attn_ref.local vs full attention with a band mask and PyTorch."""
+"""Truncated (banded) self-attention: attn_ref.truncated vs full attention with a band mask and PyTorch."""
 
 import tracemalloc
 
@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_ref.attention import band_mask, scaled_dot_product_attention, self_attention
-from attn_ref.local import band_mask_view, band_to_dense, band_valid, banded_attention
+from attn_ref.truncated import band_mask_view, band_to_dense, band_valid, truncated_attention
 
 TOL = {np.float32: 1e-5, np.float64: 1e-10}
 
@@ -21,7 +21,7 @@ def test_banded_equals_full_attention_with_band_mask(dtype, batch, n, d_k, d_v, 
     q = rng.standard_normal((*batch, n, d_k)).astype(dtype)
     k = rng.standard_normal((*batch, n, d_k)).astype(dtype)
     v = rng.standard_normal((*batch, n, d_v)).astype(dtype)
-    out, band_w = banded_attention(q, k, v, w)
+    out, band_w = truncated_attention(q, k, v, w)
     assert out.shape == (*batch, n, d_v) and band_w.shape == (*batch, n, 2 * w + 1)
     assert out.dtype == dtype
     ref_out, ref_w = scaled_dot_product_attention(q, k, v, mask=band_mask(n, w))
@@ -38,14 +38,14 @@ def test_banded_equals_self_attention_with_projections_and_scale():
     x = rng.standard_normal((2, 30, 6))
     W_q, W_k, W_v = rng.standard_normal((4, 6)), rng.standard_normal((4, 6)), rng.standard_normal((5, 6))
     ref, _ = self_attention(x, W_q, W_k, W_v, mask=band_mask(30, 4), scale=1.0)
-    out, _ = banded_attention(x @ W_q.T, x @ W_k.T, x @ W_v.T, 4, scale=1.0)
+    out, _ = truncated_attention(x @ W_q.T, x @ W_k.T, x @ W_v.T, 4, scale=1.0)
     np.testing.assert_allclose(out, ref, atol=1e-10, rtol=1e-10)
 
 
 def test_band_weights_rows_sum_to_one_and_vanish_outside_sequence():
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal((10, 3)) for _ in range(3))
-    _, band_w = banded_attention(q, k, v, 3)
+    _, band_w = truncated_attention(q, k, v, 3)
     np.testing.assert_allclose(band_w.sum(-1), 1.0, atol=1e-12)
     assert np.all(band_w[~band_valid(10, 3)] == 0)
     assert np.all(band_w[band_valid(10, 3)] > 0)
@@ -56,7 +56,7 @@ def test_large_scores_stay_finite():
     q = np.full((5, 2), 100.0)
     k = np.full((5, 2), 100.0)
     v = np.arange(10.0).reshape(5, 2)
-    out, _ = banded_attention(q, k, v, 1, scale=1.0)
+    out, _ = truncated_attention(q, k, v, 1, scale=1.0)
     ref, _ = scaled_dot_product_attention(q, k, v, mask=band_mask(5, 1), scale=1.0)
     assert np.all(np.isfinite(out))
     np.testing.assert_allclose(out, ref, atol=1e-10)
@@ -65,9 +65,9 @@ def test_large_scores_stay_finite():
 def test_bad_inputs_raise_value_error_naming_shapes():
     q = np.zeros((6, 3))
     with pytest.raises(ValueError, match="w"):
-        banded_attention(q, q, q, -1)
+        truncated_attention(q, q, q, -1)
     with pytest.raises(ValueError, match=r"\(5, 3\)"):
-        banded_attention(q, np.zeros((5, 3)), q, 1)
+        truncated_attention(q, np.zeros((5, 3)), q, 1)
     with pytest.raises(ValueError, match="2w\\+1"):
         band_to_dense(np.zeros((6, 4)), 2)
 
@@ -76,7 +76,7 @@ def _peak_bytes(n: int, w: int, d: int = 8) -> int:
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((n, d)) for _ in range(3))
     tracemalloc.start()
-    banded_attention(q, k, v, w)
+    truncated_attention(q, k, v, w)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return peak

@@ -5,7 +5,7 @@ Lecture: 应用 — speech is a very long sequence of frames, so *truncated self
 The dense way is full attention with :func:`attn_ref.attention.band_mask` (True where
 |i - j| <= w): it still builds the n x n score matrix and costs O(n^2) memory.
 
-:func:`banded_attention` computes the same output without the n x n matrix: it gathers the
+:func:`truncated_attention` computes the same output without the n x n matrix: it gathers the
 2w + 1 neighbours of each query through a strided view of the zero-padded keys and values
 (:func:`numpy.lib.stride_tricks.sliding_window_view`, no copy), so the scores have shape
 (..., n, 2w + 1) and the memory grows as n * w.  Slot t of query i holds key j = i - w + t;
@@ -59,7 +59,7 @@ def neighbour_windows(x: np.ndarray, w: int) -> np.ndarray:
     return sliding_window_view(x_pad, 2 * w + 1, axis=-2)  # (..., n, d, 2w+1), a view
 
 
-def banded_attention(q, k, v, w: int, scale: float | None = None):
+def truncated_attention(q, k, v, w: int, scale: float | None = None):
     """Self-attention restricted to |i - j| <= w, in O(n * w) memory.
 
     q, k: (..., n, d_k); v: (..., n, d_v); w: half-width of the window (w = 0: each query
