@@ -2,6 +2,7 @@
 
     python book/_ext/outputs_digest.py write before.json      # after make book
     python book/_ext/outputs_digest.py compare before.json     # after the change and make book again
+    python book/_ext/outputs_digest.py write before.json FOLDER  # from a copy of _build/jupyter_execute
 
 The digest lists, per chapter, every output in order: the text (stream, text/plain, HTML, Markdown) and a
 SHA-256 of every image.  ``compare`` prints each output that differs with the cell's first line; it exits 1
@@ -50,7 +51,18 @@ def digest(folder: Path = EXECUTED) -> dict[str, list[list[str]]]:
             if cell.cell_type != "code":
                 continue
             head = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
-            rows += [[head, _output(out)] for out in cell.get("outputs", [])]
+            outputs = []
+            for out in cell.get("outputs", []):
+                # How a stream is cut into outputs is not content: join them.  A saved notebook may hold the
+                # whole stream in its first output and repeat later chunks after it (MyST-NB's copy under
+                # _build/jupyter_execute does): a chunk already in the text is that repetition.
+                last = outputs[-1] if outputs else None
+                if last and out.get("output_type") == last.get("output_type") == "stream" and out["name"] == last["name"]:
+                    if out["text"] not in last["text"]:
+                        outputs[-1] = {**last, "text": last["text"] + out["text"]}
+                else:
+                    outputs.append(out)
+            rows += [[head, _output(out)] for out in outputs]
         result[str(path.relative_to(folder))] = rows
     return result
 
@@ -76,11 +88,12 @@ def compare(before: dict, after: dict) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("write", "compare"):
+    if len(argv) not in (2, 3) or argv[0] not in ("write", "compare"):
         print(__doc__)
         return 2
     if argv[0] == "write":
-        Path(argv[1]).write_text(json.dumps(digest(), ensure_ascii=False, indent=1))
+        folder = Path(argv[2]) if len(argv) == 3 else EXECUTED
+        Path(argv[1]).write_text(json.dumps(digest(folder), ensure_ascii=False, indent=1))
         return 0
     return compare(json.loads(Path(argv[1]).read_text()), digest())
 
