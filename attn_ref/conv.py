@@ -176,15 +176,15 @@ def conv_as_attention_params(weight, bias=None) -> ConvAsAttention:
     return ConvAsAttention(centres, W_val, W_out, bias.copy(), K // 2)
 
 
-def relative_attention_conv(x, params: ConvAsAttention, alpha: float = np.inf, pad: int | None = None,
-                            return_weights: bool = False):
+def relative_attention_conv(x, params: ConvAsAttention, alpha: float = np.inf, pad: int | None = None):
     """Multi-head self-attention with quadratic relative positional attention over an image.
 
     x: (..., H, W, C_in); params: from :func:`conv_as_attention_params`; alpha: the
     sharpness (``np.inf`` = hard one-hot limit); pad: padding of the key set (default
     ``params.pad``; 0 = keys inside the image only).
     head_h = A_h X_pad W_val^(h)^T;  out = concat_h(head_h) W_out^T + b_out.
-    Returns (..., H, W, C_out), and the weights (N_h, H*W, N_k) if ``return_weights``.
+    Returns ``(out, weights)`` as every attention of attn_ref: out (..., H, W, C_out), weights
+    (N_h, H*W, N_k), the same for every image of the batch.
     """
     x = as_array(x, "x")
     check_min_ndim(x, "x", 3, "(..., H, W, C_in)")
@@ -200,4 +200,4 @@ def relative_attention_conv(x, params: ConvAsAttention, alpha: float = np.inf, p
     concat = np.moveaxis(heads, -3, -2).reshape(*batch, H * W, n_heads * c_in)  # (..., N_q, N_h * C_in)
     out = concat @ params.W_out.T + params.b_out  # (..., N_q, C_out)
     out = out.reshape(*batch, H, W, -1)  # (..., H, W, C_out)
-    return (out, A) if return_weights else out
+    return out, A

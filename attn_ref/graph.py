@@ -60,17 +60,17 @@ def leaky_relu(x: np.ndarray, negative_slope: float = 0.2) -> np.ndarray:
     return np.where(x > 0, x, negative_slope * x)
 
 
-def init_gat_params(d_in: int, out_channels: int, heads: int = 1, concat: bool = True,
+def init_gat_params(d_in: int, out_channels: int, n_heads: int = 1, concat: bool = True,
                     rng: np.random.Generator | None = None, dtype=np.float64) -> dict:
     """Random GAT parameters (Glorot-uniform, small random bias) in the layout :func:`gat_layer` reads."""
     rng = np.random.default_rng(0) if rng is None else rng
-    HC = heads * out_channels
+    HC = n_heads * out_channels
     bound_w = np.sqrt(6.0 / (d_in + HC))
     bound_a = np.sqrt(6.0 / (1 + out_channels))
     return {
         "W": rng.uniform(-bound_w, bound_w, (HC, d_in)).astype(dtype),
-        "att_src": rng.uniform(-bound_a, bound_a, (heads, out_channels)).astype(dtype),
-        "att_dst": rng.uniform(-bound_a, bound_a, (heads, out_channels)).astype(dtype),
+        "att_src": rng.uniform(-bound_a, bound_a, (n_heads, out_channels)).astype(dtype),
+        "att_dst": rng.uniform(-bound_a, bound_a, (n_heads, out_channels)).astype(dtype),
         "bias": (0.1 * rng.standard_normal(HC if concat else out_channels)).astype(dtype),
     }
 
@@ -82,50 +82,50 @@ def gat_params_from_pyg(conv) -> dict:
                          "got separate lin_src/lin_dst")
     if getattr(conv, "lin_edge", None) is not None or getattr(conv, "res", None) is not None:
         raise ValueError("conv: edge features (edge_dim) and residual=True are not part of this GAT layer")
-    heads, C = conv.heads, conv.out_channels
+    n_heads, C = conv.heads, conv.out_channels
     return {
-        "W": conv.lin.weight.detach().cpu().numpy().copy(),  # (heads*C, d_in)
-        "att_src": conv.att_src.detach().cpu().numpy().reshape(heads, C).copy(),
-        "att_dst": conv.att_dst.detach().cpu().numpy().reshape(heads, C).copy(),
+        "W": conv.lin.weight.detach().cpu().numpy().copy(),  # (n_heads*C, d_in)
+        "att_src": conv.att_src.detach().cpu().numpy().reshape(n_heads, C).copy(),
+        "att_dst": conv.att_dst.detach().cpu().numpy().reshape(n_heads, C).copy(),
         "bias": None if conv.bias is None else conv.bias.detach().cpu().numpy().copy(),
     }
 
 
-def gat_layer(x, graph, params: dict, heads: int = 1, concat: bool = True, negative_slope: float = 0.2,
+def gat_layer(x, graph, params: dict, n_heads: int = 1, concat: bool = True, negative_slope: float = 0.2,
               add_self_loops: bool = True):
     """One GAT layer (Veličković et al. 2018) as masked self-attention.
 
     x: (n, d_in); graph: an integer edge_index (2, E) (source, target) or a boolean mask (n, n)
-    with ``mask[i, j]`` True when node i may attend to node j; params: W (heads*C, d_in),
-    att_src (heads, C), att_dst (heads, C), bias (heads*C,) if concat else (C,), or None.
-    Returns ``(out, weights)``: out (n, heads*C) if concat else (n, C) (mean of the heads);
-    weights (heads, n, n), ``weights[h, i, j]`` = alpha_ij of head h, zero off the edges.
+    with ``mask[i, j]`` True when node i may attend to node j; params: W (n_heads*C, d_in),
+    att_src (n_heads, C), att_dst (n_heads, C), bias (n_heads*C,) if concat else (C,), or None.
+    Returns ``(out, weights)``: out (n, n_heads*C) if concat else (n, C) (mean of the heads);
+    weights (n_heads, n, n), ``weights[h, i, j]`` = alpha_ij of head h, zero off the edges.
     A node with no neighbour (and no self-loop) gets zero weights and outputs the bias.
     """
     x = as_array(x, "x")
     check_ndim(x, "x", 2, "(n, d_in)")
     n, d_in = x.shape
     W = as_array(params["W"], "W")
-    check_ndim(W, "W", 2, "(heads*C, d_in)")
-    check_dim(W.shape[1], d_in, "W's columns vs x's d_in", f"(heads*C, d_in={d_in})", W.shape)
-    if W.shape[0] % heads:
-        raise ValueError(f"W: expected shape (heads*C, d_in) with heads={heads}, got {W.shape}")
-    C = W.shape[0] // heads
+    check_ndim(W, "W", 2, "(n_heads*C, d_in)")
+    check_dim(W.shape[1], d_in, "W's columns vs x's d_in", f"(n_heads*C, d_in={d_in})", W.shape)
+    if W.shape[0] % n_heads:
+        raise ValueError(f"W: expected shape (n_heads*C, d_in) with n_heads={n_heads}, got {W.shape}")
+    C = W.shape[0] // n_heads
     a_src = as_array(params["att_src"], "att_src").reshape(-1)
     a_dst = as_array(params["att_dst"], "att_dst").reshape(-1)
     for name, a in (("att_src", a_src), ("att_dst", a_dst)):
-        check_dim(a.size, heads * C, f"{name}'s size vs heads*C", f"(heads={heads}, C={C})", a.shape)
+        check_dim(a.size, n_heads * C, f"{name}'s size vs n_heads*C", f"(n_heads={n_heads}, C={C})", a.shape)
     mask = _graph_mask(graph, n, add_self_loops)  # (n, n)
 
-    h = (x @ W.T).reshape(n, heads, C).transpose(1, 0, 2)  # (heads, n, C): W x_i of each head
-    s_src = np.einsum("hnc,hc->hn", h, a_src.reshape(heads, C))  # (heads, n): a_src . h_j
-    s_dst = np.einsum("hnc,hc->hn", h, a_dst.reshape(heads, C))  # (heads, n): a_dst . h_i
+    h = (x @ W.T).reshape(n, n_heads, C).transpose(1, 0, 2)  # (n_heads, n, C): W x_i of each head
+    s_src = np.einsum("hnc,hc->hn", h, a_src.reshape(n_heads, C))  # (n_heads, n): a_src . h_j
+    s_dst = np.einsum("hnc,hc->hn", h, a_dst.reshape(n_heads, C))  # (n_heads, n): a_dst . h_i
     # e_ij = LeakyReLU(a_dst . h_i + a_src . h_j)
-    e = leaky_relu(s_dst[:, :, None] + s_src[:, None, :], negative_slope)  # (heads, n, n)
+    e = leaky_relu(s_dst[:, :, None] + s_src[:, None, :], negative_slope)  # (n_heads, n, n)
     e = np.where(mask, e, np.array(-np.inf, dtype=e.dtype))
-    alpha = softmax(e, axis=-1)  # (heads, n, n): each row sums to 1 over i's neighbours
-    out = alpha @ h  # (heads, n, n) x (heads, n, C) -> (heads, n, C)
-    out = out.transpose(1, 0, 2).reshape(n, heads * C) if concat else out.mean(axis=0)  # (n, heads*C) or (n, C)
+    alpha = softmax(e, axis=-1)  # (n_heads, n, n): each row sums to 1 over i's neighbours
+    out = alpha @ h  # (n_heads, n, n) x (n_heads, n, C) -> (n_heads, n, C)
+    out = out.transpose(1, 0, 2).reshape(n, n_heads * C) if concat else out.mean(axis=0)  # (n, n_heads*C) or (n, C)
     bias = params.get("bias")
     if bias is not None:
         bias = as_array(bias, "bias")

@@ -38,22 +38,26 @@ def test_hard_attention_equals_torch_conv(K, c_in, c_out):
     x, w, b, ref = _torch_conv(K, c_in, c_out, seed=10 + K)
     params = conv_as_attention_params(w, b)
     assert params.centres.shape == (K * K, 2)
-    out = relative_attention_conv(x, params, alpha=np.inf)
+    out, weights = relative_attention_conv(x, params, alpha=np.inf)
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-10)
+    # the weights of the hard limit: each head of each query puts 1 on one key
+    assert weights.shape[:2] == (K * K, x.shape[-3] * x.shape[-2])
+    np.testing.assert_array_equal(weights.max(axis=-1), 1.0)
+    np.testing.assert_array_equal(weights.sum(axis=-1), 1.0)
     # a single image (H, W, C_in) works too
-    np.testing.assert_allclose(relative_attention_conv(x[0], params), ref[0], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(relative_attention_conv(x[0], params)[0], ref[0], rtol=0, atol=1e-10)
 
 
 def test_hard_attention_float32():
     x, w, b, ref = _torch_conv(3, 2, 3, seed=3, dtype=torch.float32)
-    out = relative_attention_conv(x, conv_as_attention_params(w, b))
+    out, _ = relative_attention_conv(x, conv_as_attention_params(w, b))
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
 def test_finite_alpha_error_shrinks():
     x, w, b, ref = _torch_conv(3, 3, 4, seed=7)
     params = conv_as_attention_params(w, b)
-    errors = [np.abs(relative_attention_conv(x, params, alpha=a) - ref).max() for a in (1.0, 3.0, 10.0, 30.0)]
+    errors = [np.abs(relative_attention_conv(x, params, alpha=a)[0] - ref).max() for a in (1.0, 3.0, 10.0, 30.0)]
     assert all(e1 > e2 for e1, e2 in zip(errors, errors[1:], strict=False)), errors
     assert errors[0] > 1e-2 and errors[-1] < 1e-10
     # the mass off the centre is about 4 e^{-alpha} (four nearest neighbours at distance 1)
@@ -74,7 +78,7 @@ def test_each_head_looks_at_its_offset():
 
 def test_keys_inside_image_only_is_wrong_at_the_border():
     x, w, b, ref = _torch_conv(3, 2, 2, seed=5)
-    out = relative_attention_conv(x, conv_as_attention_params(w, b), pad=0)
+    out, _ = relative_attention_conv(x, conv_as_attention_params(w, b), pad=0)
     err = np.abs(out - ref).max(axis=(0, -1))  # (H, W)
     assert err[1:-1, 1:-1].max() < 1e-10  # interior pixels still exact
     assert err[0].min() > 1e-6 and err[:, -1].min() > 1e-6  # the border is not

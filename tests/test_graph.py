@@ -37,7 +37,7 @@ def test_gat_layer_equals_pyg_gatconv(dtype, heads, concat, as_mask):
     x = torch.randn(N, 5, dtype=dtype)
     ref, ei, ref_alpha = _pyg(conv, x, EDGES)
     graph = adjacency_mask(EDGES, N, self_loops=False) if as_mask else EDGES
-    out, weights = gat_layer(x.numpy(), graph, gat_params_from_pyg(conv), heads=heads, concat=concat)
+    out, weights = gat_layer(x.numpy(), graph, gat_params_from_pyg(conv), n_heads=heads, concat=concat)
     assert out.shape == ((N, heads * 4) if concat else (N, 4))
     np.testing.assert_allclose(out, ref, atol=TOL[dtype], rtol=TOL[dtype])
     # PyG returns alpha per edge (source ei[0] -> target ei[1]): it is weights[h, target, source]
@@ -49,9 +49,9 @@ def test_gat_layer_equals_pyg_gatconv(dtype, heads, concat, as_mask):
 
 
 def test_isolated_node_attends_only_to_itself():
-    params = init_gat_params(5, 3, heads=2, rng=np.random.default_rng(0))
+    params = init_gat_params(5, 3, n_heads=2, rng=np.random.default_rng(0))
     x = np.random.default_rng(1).standard_normal((N, 5))
-    out, weights = gat_layer(x, EDGES, params, heads=2)
+    out, weights = gat_layer(x, EDGES, params, n_heads=2)
     np.testing.assert_allclose(weights[:, 5, 5], 1.0)
     h5 = (params["W"] @ x[5])  # (heads*C,): its own transformed features
     np.testing.assert_allclose(out[5], h5 + params["bias"], atol=1e-12)
@@ -64,7 +64,7 @@ def test_without_self_loops_isolated_node_outputs_bias_like_pyg():
         conv.bias.normal_()
     x = torch.randn(N, 5, dtype=torch.float64)
     ref, _, _ = _pyg(conv, x, EDGES)
-    out, weights = gat_layer(x.numpy(), EDGES, gat_params_from_pyg(conv), heads=2, add_self_loops=False)
+    out, weights = gat_layer(x.numpy(), EDGES, gat_params_from_pyg(conv), n_heads=2, add_self_loops=False)
     np.testing.assert_allclose(out, ref, atol=1e-10)
     np.testing.assert_allclose(out[5], conv.bias.detach().numpy())
     assert np.all(weights[:, 5] == 0)
