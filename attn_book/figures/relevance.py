@@ -132,10 +132,7 @@ def draw_dot_product(ax, a_i, a_j, W_q, W_k, *, i=1, j=2, scale=1.0, title=None)
     alpha = scale * float(prod.sum())
     norm = value_norm(np.concatenate([a_i, a_j, q, k, prod]), MATRIX_CMAP)
     y_q, y_k = 1.4, -1.4
-    cells = _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k)
-    arrow(ax, (2.5, y_q), (3.9, 0.25))
-    arrow(ax, (2.5, y_k), (3.9, -0.25))
-    ax.text(3.3, 0, "×", ha="center", va="center", fontsize=14)
+    cells = _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k, "×")
     cells += _column(ax, prod, 4.0, 0, f"$q^{i} \\odot k^{j}$", norm=norm)
     ax.text(4.2, -len(prod) * 0.2 - 0.1, "(element-wise)", ha="center", va="top", fontsize=8)
     arrow(ax, (4.55, 0), (5.9, 0), "sum")
@@ -145,14 +142,18 @@ def draw_dot_product(ax, a_i, a_j, W_q, W_k, *, i=1, j=2, scale=1.0, title=None)
     return {"cells": cells, "alpha": alpha}
 
 
-def _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k):
-    """The front half shared by both relevance diagrams: a^i -W^q-> q^i above, a^j -W^k-> k^j below."""
+def _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k, op):
+    """The front half shared by both relevance diagrams: a^i -W^q-> q^i above, a^j -W^k-> k^j below,
+    both led to the operator ``op`` that combines them."""
     cells = _column(ax, a_i, 0, y_q, f"$a^{i}$", norm=norm)
     cells += _column(ax, a_j, 0, y_k, f"$a^{j}$", norm=norm)
     arrow(ax, (0.55, y_q), (1.9, y_q), "$W^q$")
     arrow(ax, (0.55, y_k), (1.9, y_k), "$W^k$")
     cells += _column(ax, q, 2.0, y_q, f"$q^{i}$", norm=norm)
     cells += _column(ax, k, 2.0, y_k, f"$k^{j}$", norm=norm)
+    arrow(ax, (2.5, y_q), (3.9, 0.25))
+    arrow(ax, (2.5, y_k), (3.9, -0.25))
+    ax.text(3.3, 0, op, ha="center", va="center", fontsize=14)
     return cells
 
 
@@ -172,10 +173,7 @@ def draw_additive(ax, a_i, a_j, W_q, W_k, w, *, i=1, j=2, title=None):
     alpha = float(w @ t)
     norm = value_norm(np.concatenate([a_i, a_j, q, k, s, t]), MATRIX_CMAP)
     y_q, y_k = 1.4, -1.4
-    cells = _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k)
-    arrow(ax, (2.5, y_q), (3.9, 0.25))
-    arrow(ax, (2.5, y_k), (3.9, -0.25))
-    ax.text(3.3, 0, "+", ha="center", va="center", fontsize=14)
+    cells = _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k, "+")
     cells += _column(ax, s, 4.0, 0, f"$q^{i}+k^{j}$", norm=norm)
     arrow(ax, (4.55, 0), (5.9, 0), "tanh")
     cells += _column(ax, t, 6.0, 0, "tanh", norm=norm)
