@@ -35,15 +35,6 @@ def _cases_one_hot(rng):
     return cases
 
 
-ONE_HOT_SOLUTION = '''def one_hot(indices, vocab_size):
-    """One-hot rows. indices: (n,) integers in [0, V) -> (n, V) floats."""
-    ### BEGIN SOLUTION
-    out = np.zeros((len(indices), vocab_size))
-    out[np.arange(len(indices)), indices] = 1.0
-    return out
-    ### END SOLUTION
-'''
-
 ONE_HOT_MISTAKES = (
     Mistake("transposed", "the result has one column per word (shape (V, n)); it should have one row per word, "
             "shape (n, V)",
@@ -78,14 +69,6 @@ def _cases_cosine(rng):
     cases.append((np.array([[3.0, 4.0], [300.0, 400.0], [-4.0, 3.0]]),))  # parallel and orthogonal rows
     return cases
 
-
-COSINE_SOLUTION = '''def cosine_similarity_matrix(X):
-    """Cosine of every pair of rows. X: (n, d), no zero rows -> (n, n)."""
-    ### BEGIN SOLUTION
-    U = X / np.linalg.norm(X, axis=1, keepdims=True)  # unit rows
-    return U @ U.T
-    ### END SOLUTION
-'''
 
 COSINE_MISTAKES = (
     Mistake("no_normalisation", "the dot products x_i . x_j were returned without dividing by the lengths "
@@ -133,14 +116,6 @@ def _cases_frames(rng):
         cases.append((rng.standard_normal(n), frame_len, hop))
     return cases
 
-
-FRAMES_SOLUTION = '''def frame_signal(x, frame_len, hop):
-    """Overlapping frames. x: (L,) -> (1 + (L - frame_len) // hop, frame_len)."""
-    ### BEGIN SOLUTION
-    n_frames = 1 + (len(x) - frame_len) // hop
-    return np.stack([x[i * hop:i * hop + frame_len] for i in range(n_frames)])
-    ### END SOLUTION
-'''
 
 FRAMES_MISTAKES = (
     Mistake("hop_and_frame_swapped", "frame_len and hop were swapped: frame i is x[i*hop : i*hop + frame_len], "
@@ -191,18 +166,6 @@ def _cases_adjacency(rng):
     cases.append((np.zeros((0, 2), dtype=int), 3, True))  # no edges at all
     return cases
 
-
-ADJACENCY_SOLUTION = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    """Adjacency matrix. edges: (m, 2) 0-based node pairs -> (n_nodes, n_nodes) of 0.0 / 1.0."""
-    ### BEGIN SOLUTION
-    A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i, j] = 1.0
-        if undirected:
-            A[j, i] = 1.0
-    return A
-    ### END SOLUTION
-'''
 
 ADJACENCY_MISTAKES = (
     Mistake("directed_only", "only A[i, j] was set for an edge (i, j); with undirected=True A[j, i] = 1 too, "
@@ -263,11 +226,3 @@ TASKS = [
     Task(ASSIGNMENT, "adjacency_from_edges", _ref_adjacency, _cases_adjacency, ADJACENCY_MISTAKES, setup=SETUP,
          description="a graph's adjacency matrix from its edge list"),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "one_hot": ONE_HOT_SOLUTION,
-    "cosine_similarity_matrix": COSINE_SOLUTION,
-    "frame_signal": FRAMES_SOLUTION,
-    "adjacency_from_edges": ADJACENCY_SOLUTION,
-}

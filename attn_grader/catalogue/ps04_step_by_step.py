@@ -52,16 +52,6 @@ def _cases_qkv(rng):
     return cases
 
 
-QKV_SOLUTION = '''def query_key_value(a_j, W_q, W_k, W_v):
-    """q^j, k^j, v^j of one input vector. a_j: (d_in,) -> ((d_k,), (d_k,), (d_v,))."""
-    ### BEGIN SOLUTION
-    q = W_q @ a_j  # (d_k,)
-    k = W_k @ a_j  # (d_k,)
-    v = W_v @ a_j  # (d_v,)
-    return q, k, v
-    ### END SOLUTION
-'''
-
 QKV_MISTAKES = (
     Mistake("wq_wk_swapped", "q was computed with W^k and k with W^q: q^j = W^q a^j, k^j = W^k a^j",
             '''def query_key_value(a_j, W_q, W_k, W_v):
@@ -94,15 +84,6 @@ def _cases_scores(rng):
         cases.append((rng.standard_normal((d_in, n)), i, W_q, W_k))
     return cases
 
-
-SCORES_SOLUTION = '''def attention_scores_for_query(a, i, W_q, W_k):
-    """alpha_{i,j} = q^i . k^j for j = 1..n. a: (d_in, n), i: int -> (n,)."""
-    ### BEGIN SOLUTION
-    q_i = W_q @ a[:, i]  # (d_k,)
-    K = W_k @ a  # (d_k, n): k^1..k^n as columns
-    return K.T @ q_i  # (n,)
-    ### END SOLUTION
-'''
 
 SCORES_MISTAKES = (
     Mistake("self_score_missing", "the query's own score alpha_{i,i} = q^i . k^i was left out; "
@@ -148,14 +129,6 @@ def _cases_normalise(rng):
         (_stability.scores(rng, 6, wide=False),),  # near +1000, a few units apart: a min-shift still works
     ]
 
-
-NORMALISE_SOLUTION = '''def normalise(alpha):
-    """alpha'_{i,j} = exp(alpha_{i,j}) / sum_l exp(alpha_{i,l}). alpha: (n,) -> (n,)."""
-    ### BEGIN SOLUTION
-    e = np.exp(alpha - np.max(alpha))  # subtracting the max changes nothing but avoids overflow
-    return e / e.sum()
-    ### END SOLUTION
-'''
 
 NORMALISE_MISTAKES = (
     Mistake("exp_forgotten", "the scores were divided by their sum without exp: softmax is "
@@ -203,19 +176,6 @@ def _cases_output(rng):
         cases.append((x.T, i, W_q, W_k, W_v))
     return cases
 
-
-OUTPUT_SOLUTION = '''def output_for_query(a, i, W_q, W_k, W_v):
-    """b^i = sum_j alpha'_{i,j} v^j. a: (d_in, n), i: int -> (d_v,)."""
-    ### BEGIN SOLUTION
-    q_i = W_q @ a[:, i]  # (d_k,)
-    K = W_k @ a  # (d_k, n)
-    V = W_v @ a  # (d_v, n)
-    alpha = K.T @ q_i  # (n,)
-    e = np.exp(alpha - alpha.max())
-    alpha_prime = e / e.sum()  # (n,)
-    return V @ alpha_prime  # (d_v,)
-    ### END SOLUTION
-'''
 
 OUTPUT_MISTAKES = (
     Mistake("softmax_forgotten", "the raw scores alpha_{i,j} weighted the values; they must be normalised "
@@ -267,11 +227,3 @@ TASKS = [
     Task(ASSIGNMENT, "output_for_query", _ref_output, _cases_output, OUTPUT_MISTAKES, setup=SETUP,
          description="b^i, the weighted sum of the values"),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "query_key_value": QKV_SOLUTION,
-    "attention_scores_for_query": SCORES_SOLUTION,
-    "normalise": NORMALISE_SOLUTION,
-    "output_for_query": OUTPUT_SOLUTION,
-}

@@ -53,16 +53,6 @@ def _cases_project(rng):
     return cases
 
 
-PROJECT_SOLUTION = '''def project(I, W_q, W_k, W_v):
-    """Q = W^q I, K = W^k I, V = W^v I. I: (d_in, n) -> ((d_k, n), (d_k, n), (d_v, n))."""
-    ### BEGIN SOLUTION
-    Q = W_q @ I  # (d_k, n): column i is q^i
-    K = W_k @ I  # (d_k, n): column i is k^i
-    V = W_v @ I  # (d_v, n): column i is v^i
-    return Q, K, V
-    ### END SOLUTION
-'''
-
 PROJECT_MISTAKES = (
     Mistake("row_layout", "the result is in the row layout (I^T W^T, one vector per row); this task uses the "
             "lecture's columns: Q = W^q I has shape (d_k, n)",
@@ -97,16 +87,6 @@ def _cases_attention_matrix(rng):
         Q, K = _stability.query_keys(rng, n, n, 4, wide=wide)
         cases.append((Q.T, K.T))
     return cases
-
-
-ATTENTION_MATRIX_SOLUTION = '''def attention_matrix(Q, K):
-    """A' = softmax of each column of K^T Q / sqrt(d_k). Q, K: (d_k, n) -> (n, n), columns sum to 1."""
-    ### BEGIN SOLUTION
-    A = K.T @ Q / np.sqrt(K.shape[0])  # (n, n): A[j, i] = k^j . q^i / sqrt(d_k)
-    e = np.exp(A - A.max(axis=0, keepdims=True))  # stable: subtract each column's max
-    return e / e.sum(axis=0, keepdims=True)  # each column (one query) sums to 1
-    ### END SOLUTION
-'''
 
 
 def _col_softmax_mistake(expr: str, axis: int = 0) -> str:
@@ -151,19 +131,6 @@ def _cases_columns(rng):
         x, W_q, W_k, W_v = _stability.projections(rng, n, 4, 4, 3, wide=wide)
         cases.append((x.T, W_q, W_k, W_v))
     return cases
-
-
-COLUMNS_SOLUTION = '''def self_attention_columns(I, W_q, W_k, W_v):
-    """O = V A', A' = column softmax of K^T Q / sqrt(d_k). I: (d_in, n) -> (O (d_v, n), A' (n, n))."""
-    ### BEGIN SOLUTION
-    Q, K, V = W_q @ I, W_k @ I, W_v @ I  # (d_k, n), (d_k, n), (d_v, n)
-    A = K.T @ Q / np.sqrt(W_q.shape[0])  # (n, n)
-    e = np.exp(A - A.max(axis=0, keepdims=True))
-    A_prime = e / e.sum(axis=0, keepdims=True)  # (n, n), columns sum to 1
-    O = V @ A_prime  # (d_v, n) x (n, n) -> (d_v, n)
-    return O, A_prime
-    ### END SOLUTION
-'''
 
 
 def _columns_mistake(scores: str, axis: int = 0, out: str = "V @ A_prime") -> str:
@@ -216,20 +183,6 @@ def _cases_rows(rng):
     return cases
 
 
-ROWS_SOLUTION = '''def self_attention_rows(X, W_q, W_k, W_v):
-    """softmax(Q K^T / sqrt(d_k)) V with Q = X W_q^T. X: (..., n, d_in) -> (out (..., n, d_v), weights (..., n, n))."""
-    ### BEGIN SOLUTION
-    Q = X @ W_q.T  # (..., n, d_k)
-    K = X @ W_k.T  # (..., n, d_k)
-    V = X @ W_v.T  # (..., n, d_v)
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(W_q.shape[0])  # (..., n, n)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights = e / e.sum(axis=-1, keepdims=True)  # each row (one query) sums to 1
-    return weights @ V, weights  # (..., n, d_v), (..., n, n)
-    ### END SOLUTION
-'''
-
-
 def _rows_mistake(q="X @ W_q.T", k="X @ W_k.T", v="X @ W_v.T", scale="/ np.sqrt(W_q.shape[0])", axis=-1):
     return f'''def self_attention_rows(X, W_q, W_k, W_v):
     Q, K, V = {q}, {k}, {v}
@@ -267,11 +220,3 @@ TASKS = [
     Task(ASSIGNMENT, "self_attention_rows", _ref_rows, _cases_rows, ROWS_MISTAKES, setup=SETUP,
          description="(out, weights) in the row layout, with batch dimensions"),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "project": PROJECT_SOLUTION,
-    "attention_matrix": ATTENTION_MATRIX_SOLUTION,
-    "self_attention_columns": COLUMNS_SOLUTION,
-    "self_attention_rows": ROWS_SOLUTION,
-}

@@ -41,21 +41,6 @@ def _images_and_kernels(rng):
     return [(rng.standard_normal(hw), rng.standard_normal((K, K))) for hw, K in shapes]
 
 
-CONV_SOLUTION = '''def conv2d_single(x, kernel):
-    """'same' cross-correlation with zero padding. x: (H, W), kernel: (K, K), K odd -> (H, W)."""
-    ### BEGIN SOLUTION
-    H, W = x.shape
-    K = kernel.shape[0]
-    p = K // 2
-    x_pad = np.pad(x, p)  # (H + 2p, W + 2p), zeros around
-    out = np.zeros((H, W))
-    for r in range(H):
-        for c in range(W):
-            out[r, c] = np.sum(kernel * x_pad[r:r + K, c:c + K])
-    return out
-    ### END SOLUTION
-'''
-
 CONV_MISTAKES = (
     Mistake("kernel_flipped", "the kernel was flipped (a true mathematical convolution); torch.nn.Conv2d, and "
             "this task, compute a cross-correlation: out[r, c] = sum_ij kernel[i, j] x[r + i - p, c + j - p]",
@@ -103,14 +88,6 @@ def _cases_offsets(rng):
     return [(3,), (1,), (5,), (7,)]
 
 
-OFFSETS_SOLUTION = '''def relative_offsets(K):
-    """The K*K centres Delta_h = (i - K//2, j - K//2), h = i*K + j. K odd -> (K*K, 2) int."""
-    ### BEGIN SOLUTION
-    c = K // 2
-    return np.array([(i - c, j - c) for i in range(K) for j in range(K)])  # (K*K, 2)
-    ### END SOLUTION
-'''
-
 OFFSETS_MISTAKES = (
     Mistake("offsets_transposed", "the heads were listed column by column (j outer, i inner), or with the two "
             "coordinates swapped; head h = i*K + j has the offset (row i - K//2, column j - K//2)",
@@ -141,17 +118,6 @@ def _ref_scores(H, W, delta, alpha):
 def _cases_scores(rng):
     return [(3, 4, np.array([1, -1]), 1.0), (1, 1, np.array([0, 0]), 2.0), (4, 4, np.array([-2, 1]), 0.5),
             (2, 5, np.array([0, 1]), 3.0), (5, 3, rng.integers(-2, 3, size=2), float(rng.uniform(0.5, 4)))]
-
-
-SCORES_SOLUTION = '''def relative_scores(H, W, delta, alpha):
-    """Scores -alpha (||k - q||^2 - 2 <k - q, delta>) of one head. delta: (2,) -> (H*W, H*W), [q, k]."""
-    ### BEGIN SOLUTION
-    rows, cols = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
-    pos = np.stack([rows.ravel(), cols.ravel()], axis=1)  # (H*W, 2), pixel p = r * W + c
-    d = pos[None, :, :] - pos[:, None, :]  # (H*W, H*W, 2): d[q, k] = k - q
-    return -alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)  # (H*W, H*W)
-    ### END SOLUTION
-'''
 
 
 def _scores_mistake(body: str) -> str:
@@ -195,27 +161,6 @@ def _ref_attention_as_conv(x, kernel):
     params = conv_as_attention_params(kernel[None, None])
     return relative_attention_conv(x[:, :, None], params, alpha=np.inf)[:, :, 0]  # (H, W)
 
-
-ATTENTION_CONV_SOLUTION = '''def attention_as_conv(x, kernel):
-    """K*K one-hot attention heads over the zero-padded image. x: (H, W), kernel: (K, K) -> (H, W)."""
-    ### BEGIN SOLUTION
-    H, W = x.shape
-    K = kernel.shape[0]
-    p = K // 2
-    x_pad = np.pad(x, p)  # (H + 2p, W + 2p): the keys, zeros outside the image
-    values = x_pad.ravel()  # (N_k,)
-    rows, cols = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
-    out = np.zeros(H * W)
-    for i in range(K):
-        for j in range(K):
-            di, dj = i - p, j - p  # the head's centre of attention
-            A = np.zeros((H * W, values.size))  # (N_q, N_k), one-hot rows
-            key = (rows.ravel() + di + p) * (W + 2 * p) + (cols.ravel() + dj + p)
-            A[np.arange(H * W), key] = 1.0
-            out += kernel[i, j] * (A @ values)  # head output times W_out^(h)
-    return out.reshape(H, W)
-    ### END SOLUTION
-'''
 
 ATTENTION_CONV_MISTAKES = (
     Mistake("kernel_flipped", "head Delta was paired with kernel[-Delta] (a flipped kernel, a true convolution); "
@@ -293,11 +238,3 @@ TASKS = [
     Task(ASSIGNMENT, "attention_as_conv", _ref_attention_as_conv, _images_and_kernels, ATTENTION_CONV_MISTAKES,
          setup=SETUP, description="one-hot attention heads that compute the convolution"),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "conv2d_single": CONV_SOLUTION,
-    "relative_offsets": OFFSETS_SOLUTION,
-    "relative_scores": SCORES_SOLUTION,
-    "attention_as_conv": ATTENTION_CONV_SOLUTION,
-}

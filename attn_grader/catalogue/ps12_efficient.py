@@ -51,20 +51,6 @@ def _cases_online_softmax(rng):
     ]
 
 
-ONLINE_SOFTMAX_SOLUTION = '''def online_softmax(x, block):
-    """Softmax of one row read block entries at a time. x: (n,) -> (m: float, l: float, p: (n,))."""
-    ### BEGIN SOLUTION
-    m, l = -np.inf, 0.0
-    for j0 in range(0, len(x), block):
-        xb = x[j0:j0 + block]  # the last block may be shorter
-        m_new = max(m, np.max(xb))
-        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))  # rescale the old sum to the new max
-        m = m_new
-    p = np.exp(x - m) / l
-    return m, l, p
-    ### END SOLUTION
-'''
-
 ONLINE_SOFTMAX_MISTAKES = (
     Mistake("sum_not_rescaled", "the running sum was not rescaled when the maximum grew: "
             "l must become l * exp(m_old - m_new) + sum_j exp(x_j - m_new)",
@@ -159,18 +145,6 @@ def _cases_online_step(rng):
     return cases
 
 
-ONLINE_STEP_SOLUTION = '''def online_step(m, l, acc, s, V):
-    """One block for one query. m, l: floats; acc: (d_v,); s: (c,); V: (c, d_v) -> (m, l, acc)."""
-    ### BEGIN SOLUTION
-    m_new = max(m, np.max(s))
-    correction = np.exp(m - m_new)  # exp(m_old - m_new) <= 1; 0 for the first block (m = -inf)
-    p = np.exp(s - m_new)  # (c,)
-    l_new = l * correction + np.sum(p)
-    acc_new = acc * correction + p @ V  # (c,) x (c, d_v) -> (d_v,)
-    return m_new, l_new, acc_new
-    ### END SOLUTION
-'''
-
 ONLINE_STEP_MISTAKES = (
     Mistake("acc_not_rescaled", "the running output acc was not rescaled by exp(m_old - m_new) when the "
             "maximum grew (only l was): both must be rescaled by the same factor",
@@ -244,26 +218,6 @@ def _cases_blocked(rng):
     return cases
 
 
-BLOCKED_SOLUTION = '''def blocked_attention(Q, K, V, block):
-    """softmax(Q K^T / sqrt(d_k)) V, keys in blocks. Q: (n_q, d_k), K: (n_k, d_k), V: (n_k, d_v) -> (n_q, d_v)."""
-    ### BEGIN SOLUTION
-    n_q, d_k = Q.shape
-    Q = Q / np.sqrt(d_k)  # scale once
-    m = np.full((n_q, 1), -np.inf)  # running maximum per query
-    l = np.zeros((n_q, 1))  # running sum per query
-    acc = np.zeros((n_q, V.shape[1]))  # unnormalised output per query
-    for j0 in range(0, K.shape[0], block):
-        S = Q @ K[j0:j0 + block].T  # (n_q, c): only one block of scores at a time
-        m_new = np.maximum(m, S.max(axis=1, keepdims=True))
-        c = np.exp(m - m_new)  # (n_q, 1)
-        P = np.exp(S - m_new)  # (n_q, c)
-        l = l * c + P.sum(axis=1, keepdims=True)
-        acc = acc * c + P @ V[j0:j0 + block]  # (n_q, c) x (c, d_v) -> (n_q, d_v)
-        m = m_new
-    return acc / l
-    ### END SOLUTION
-'''
-
 _BLOCKED_TEMPLATE = '''def blocked_attention(Q, K, V, block):
     n_q, d_k = Q.shape
     Q = Q / np.sqrt(d_k)
@@ -327,10 +281,3 @@ TASKS = [
     Task(ASSIGNMENT, "blocked_attention", _ref_blocked, _cases_blocked, BLOCKED_MISTAKES,
          setup=SETUP, description="attention over blocks of keys, never forming the n_q x n_k matrix"),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "online_softmax": ONLINE_SOFTMAX_SOLUTION,
-    "online_step": ONLINE_STEP_SOLUTION,
-    "blocked_attention": BLOCKED_SOLUTION,
-}
