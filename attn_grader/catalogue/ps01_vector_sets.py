@@ -217,12 +217,9 @@ ADJACENCY_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "one_hot", _ref_one_hot, _cases_one_hot, ONE_HOT_MISTAKES, setup=SETUP,
-         description="one-hot vectors of word indices"),
+    Task(ASSIGNMENT, "one_hot", _ref_one_hot, _cases_one_hot, ONE_HOT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "cosine_similarity_matrix", _ref_cosine, _cases_cosine, COSINE_MISTAKES, setup=SETUP,
-         description="cosine similarity of every pair of rows", rtol=1e-6, atol=1e-9),
-    Task(ASSIGNMENT, "frame_signal", _ref_frames, _cases_frames, FRAMES_MISTAKES, setup=SETUP,
-         description="a waveform cut into overlapping frames"),
-    Task(ASSIGNMENT, "adjacency_from_edges", _ref_adjacency, _cases_adjacency, ADJACENCY_MISTAKES, setup=SETUP,
-         description="a graph's adjacency matrix from its edge list"),
+         rtol=1e-6, atol=1e-9),
+    Task(ASSIGNMENT, "frame_signal", _ref_frames, _cases_frames, FRAMES_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "adjacency_from_edges", _ref_adjacency, _cases_adjacency, ADJACENCY_MISTAKES, setup=SETUP),
 ]

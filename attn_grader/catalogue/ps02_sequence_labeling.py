@@ -171,10 +171,7 @@ def windowed_logits(X, w, W1, b1, W2, b2):
 
 
 TASKS = [
-    Task(ASSIGNMENT, "window_features", _ref_window, _cases_window, WINDOW_MISTAKES, setup=SETUP,
-         description="each vector with its w neighbours on each side, zero-padded"),
-    Task(ASSIGNMENT, "fcn_tag_logits", _ref_fcn, _cases_fcn, FCN_MISTAKES, setup=SETUP,
-         description="the same two-layer FCN on every vector"),
-    Task(ASSIGNMENT, "windowed_logits", _ref_windowed, _cases_windowed, WINDOWED_MISTAKES, setup=SETUP,
-         description="the FCN on windows of 2w + 1 vectors"),
+    Task(ASSIGNMENT, "window_features", _ref_window, _cases_window, WINDOW_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "fcn_tag_logits", _ref_fcn, _cases_fcn, FCN_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "windowed_logits", _ref_windowed, _cases_windowed, WINDOWED_MISTAKES, setup=SETUP),
 ]

@@ -230,12 +230,8 @@ WEIGHTS_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "dot_product_scores", _ref_dot, _cases_dot, DOT_MISTAKES, setup=SETUP,
-         description="q_i . k_j for every query-key pair"),
-    Task(ASSIGNMENT, "additive_scores", _ref_additive, _cases_additive, ADDITIVE_MISTAKES, setup=SETUP,
-         description="w . tanh(W_q q_i + W_k k_j) for every pair (Bahdanau et al. 2015)"),
-    Task(ASSIGNMENT, "softmax", _ref_softmax, _cases_softmax, SOFTMAX_MISTAKES, setup=SETUP,
-         description="a numerically stable softmax along an axis"),
-    Task(ASSIGNMENT, "attention_weights", _ref_weights, _cases_weights, WEIGHTS_MISTAKES, setup=SETUP,
-         description="softmax(Q K^T / sqrt(d)) over each row"),
+    Task(ASSIGNMENT, "dot_product_scores", _ref_dot, _cases_dot, DOT_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "additive_scores", _ref_additive, _cases_additive, ADDITIVE_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "softmax", _ref_softmax, _cases_softmax, SOFTMAX_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "attention_weights", _ref_weights, _cases_weights, WEIGHTS_MISTAKES, setup=SETUP),
 ]

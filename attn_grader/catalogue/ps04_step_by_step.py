@@ -218,12 +218,9 @@ OUTPUT_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "query_key_value", _ref_qkv, _cases_qkv, QKV_MISTAKES, setup=SETUP,
-         description="q^j, k^j, v^j of one input vector"),
-    Task(ASSIGNMENT, "attention_scores_for_query", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP,
-         description="alpha_{i,1..n}, the lecture's unscaled dot products"),
+    Task(ASSIGNMENT, "query_key_value", _ref_qkv, _cases_qkv, QKV_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "attention_scores_for_query", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "normalise", _ref_normalise, _cases_normalise, NORMALISE_MISTAKES, setup=SETUP,
-         description="softmax of the scores", rtol=1e-5, atol=1e-7),
-    Task(ASSIGNMENT, "output_for_query", _ref_output, _cases_output, OUTPUT_MISTAKES, setup=SETUP,
-         description="b^i, the weighted sum of the values"),
+         rtol=1e-5, atol=1e-7),
+    Task(ASSIGNMENT, "output_for_query", _ref_output, _cases_output, OUTPUT_MISTAKES, setup=SETUP),
 ]

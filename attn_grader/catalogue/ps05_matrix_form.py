@@ -211,12 +211,9 @@ ROWS_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "project", _ref_project, _cases_project, PROJECT_MISTAKES, setup=SETUP,
-         description="Q = W^q I, K = W^k I, V = W^v I in the column layout"),
+    Task(ASSIGNMENT, "project", _ref_project, _cases_project, PROJECT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "attention_matrix", _ref_attention_matrix, _cases_attention_matrix,
-         ATTENTION_MATRIX_MISTAKES, setup=SETUP, description="A' = column softmax of K^T Q / sqrt(d_k)"),
-    Task(ASSIGNMENT, "self_attention_columns", _ref_columns, _cases_columns, COLUMNS_MISTAKES, setup=SETUP,
-         description="(O, A') of the whole layer in the column layout"),
-    Task(ASSIGNMENT, "self_attention_rows", _ref_rows, _cases_rows, ROWS_MISTAKES, setup=SETUP,
-         description="(out, weights) in the row layout, with batch dimensions"),
+         ATTENTION_MATRIX_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "self_attention_columns", _ref_columns, _cases_columns, COLUMNS_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "self_attention_rows", _ref_rows, _cases_rows, ROWS_MISTAKES, setup=SETUP),
 ]

@@ -236,10 +236,7 @@ MHA_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "split_heads", _ref_split, _cases_split, SPLIT_MISTAKES, setup=SETUP,
-         description="(n, d) -> (h, n, d_h): head h takes columns h*d_h:(h+1)*d_h"),
-    Task(ASSIGNMENT, "merge_heads", _ref_merge, _cases_merge, MERGE_MISTAKES, setup=SETUP,
-         description="(h, n, d_h) -> (n, h*d_h): the heads side by side"),
-    Task(ASSIGNMENT, "multi_head_attention", _ref_mha, _cases_mha, MHA_MISTAKES, setup=SETUP,
-         description="the whole layer: per-head attention scaled by 1/sqrt(d_h), concatenation, W_o"),
+    Task(ASSIGNMENT, "split_heads", _ref_split, _cases_split, SPLIT_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "merge_heads", _ref_merge, _cases_merge, MERGE_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "multi_head_attention", _ref_mha, _cases_mha, MHA_MISTAKES, setup=SETUP),
 ]

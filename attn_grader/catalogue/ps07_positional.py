@@ -180,10 +180,7 @@ SHIFT_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "sinusoidal_table", _ref_table, _cases_table, TABLE_MISTAKES, setup=SETUP,
-         description="PE (n, d): sin on even, cos on odd dimensions, positions from 0"),
-    Task(ASSIGNMENT, "add_positions", _ref_add, _cases_add, ADD_MISTAKES, setup=SETUP,
-         description="X + PE[:n], broadcast over batch axes"),
-    Task(ASSIGNMENT, "relative_shift_matrix", _ref_shift, _cases_shift, SHIFT_MISTAKES, setup=SETUP,
-         description="M_k (d, d) with PE[pos + k] = M_k PE[pos]"),
+    Task(ASSIGNMENT, "sinusoidal_table", _ref_table, _cases_table, TABLE_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "add_positions", _ref_add, _cases_add, ADD_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "relative_shift_matrix", _ref_shift, _cases_shift, SHIFT_MISTAKES, setup=SETUP),
 ]

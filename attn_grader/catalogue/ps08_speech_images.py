@@ -224,12 +224,8 @@ PATCHIFY_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "band_mask", _ref_band_mask, _cases_band_mask, BAND_MISTAKES, setup=SETUP,
-         description="the band mask |i - j| <= w"),
-    Task(ASSIGNMENT, "truncated_attention", _ref_truncated, _cases_truncated, TRUNCATED_MISTAKES, setup=SETUP,
-         description="self-attention restricted to the band"),
-    Task(ASSIGNMENT, "image_to_vectors", _ref_image_to_vectors, _cases_images, VECTORS_MISTAKES, setup=SETUP,
-         description="an (H, W, C) image as H*W pixel vectors"),
-    Task(ASSIGNMENT, "patchify", _ref_patchify, _cases_patchify, PATCHIFY_MISTAKES, setup=SETUP,
-         description="p x p patches as vectors"),
+    Task(ASSIGNMENT, "band_mask", _ref_band_mask, _cases_band_mask, BAND_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "truncated_attention", _ref_truncated, _cases_truncated, TRUNCATED_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "image_to_vectors", _ref_image_to_vectors, _cases_images, VECTORS_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "patchify", _ref_patchify, _cases_patchify, PATCHIFY_MISTAKES, setup=SETUP),
 ]

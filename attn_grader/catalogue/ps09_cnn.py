@@ -229,12 +229,9 @@ ATTENTION_CONV_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "conv2d_single", _ref_conv2d_single, _images_and_kernels, CONV_MISTAKES, setup=SETUP,
-         description="the 'same' convolution (cross-correlation)"),
-    Task(ASSIGNMENT, "relative_offsets", _ref_offsets, _cases_offsets, OFFSETS_MISTAKES, setup=SETUP,
-         description="the K*K heads' centres of attention"),
-    Task(ASSIGNMENT, "relative_scores", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP,
-         description="the quadratic relative attention scores"),
+    Task(ASSIGNMENT, "conv2d_single", _ref_conv2d_single, _images_and_kernels, CONV_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "relative_offsets", _ref_offsets, _cases_offsets, OFFSETS_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "relative_scores", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "attention_as_conv", _ref_attention_as_conv, _images_and_kernels, ATTENTION_CONV_MISTAKES,
-         setup=SETUP, description="one-hot attention heads that compute the convolution"),
+         setup=SETUP),
 ]

@@ -179,10 +179,7 @@ PATH_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "rnn_forward", _ref_rnn, _cases_rnn, RNN_MISTAKES, setup=SETUP,
-         description="the vanilla RNN, one step at a time"),
-    Task(ASSIGNMENT, "attention_all", _ref_attention, _cases_attention, ATTENTION_MISTAKES, setup=SETUP,
-         description="self-attention over all positions at once"),
-    Task(ASSIGNMENT, "path_lengths", _ref_path_lengths, _cases_path, PATH_MISTAKES, setup=SETUP,
-         description="the maximum path length of Vaswani et al., Table 1"),
+    Task(ASSIGNMENT, "rnn_forward", _ref_rnn, _cases_rnn, RNN_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "attention_all", _ref_attention, _cases_attention, ATTENTION_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "path_lengths", _ref_path_lengths, _cases_path, PATH_MISTAKES, setup=SETUP),
 ]

@@ -293,10 +293,7 @@ GAT_MISTAKES = (
 )
 
 TASKS = [
-    Task(ASSIGNMENT, "adjacency_mask", _ref_mask, _cases_mask, MASK_MISTAKES, setup=SETUP,
-         description="the attention mask of a directed graph"),
-    Task(ASSIGNMENT, "masked_softmax", _ref_masked_softmax, _cases_masked_softmax, SOFTMAX_MISTAKES, setup=SETUP,
-         description="softmax over each node's neighbours"),
-    Task(ASSIGNMENT, "graph_attention", _ref_gat, _cases_gat, GAT_MISTAKES, setup=SETUP,
-         description="one single-head GAT layer"),
+    Task(ASSIGNMENT, "adjacency_mask", _ref_mask, _cases_mask, MASK_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "masked_softmax", _ref_masked_softmax, _cases_masked_softmax, SOFTMAX_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "graph_attention", _ref_gat, _cases_gat, GAT_MISTAKES, setup=SETUP),
 ]

@@ -275,9 +275,9 @@ BLOCKED_MISTAKES = (
 
 TASKS = [
     Task(ASSIGNMENT, "online_softmax", _ref_online_softmax, _cases_online_softmax, ONLINE_SOFTMAX_MISTAKES,
-         setup=SETUP, description="softmax of one row in one streaming pass: running max m and sum l"),
+         setup=SETUP),
     Task(ASSIGNMENT, "online_step", _ref_online_step, _cases_online_step, ONLINE_STEP_MISTAKES,
-         setup=SETUP, description="one block of the online algorithm for one query"),
+         setup=SETUP),
     Task(ASSIGNMENT, "blocked_attention", _ref_blocked, _cases_blocked, BLOCKED_MISTAKES,
-         setup=SETUP, description="attention over blocks of keys, never forming the n_q x n_k matrix"),
+         setup=SETUP),
 ]
