@@ -16,6 +16,7 @@ from attn_ref.embedding import cosine_similarity_matrix as _cosine
 from attn_ref.embedding import one_hot as _one_hot
 
 from ..core import Mistake, Task
+from ._shared import edited
 
 ASSIGNMENT = "ps01_vector_sets"
 SETUP = "import numpy as np"
@@ -167,52 +168,30 @@ def _cases_adjacency(rng):
     return cases
 
 
-ADJACENCY_MISTAKES = (
-    Mistake("directed_only", "only A[i, j] was set for an edge (i, j); with undirected=True A[j, i] = 1 too, "
-            "so A is symmetric",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+#: The edge list read right: each mistake below changes one line of it.
+_ADJACENCY = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
     A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i, j] = 1.0
-    return A
-'''),
-    Mistake("always_symmetric", "the matrix was made symmetric although undirected=False; a directed edge "
-            "(i, j) sets only A[i, j]",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i, j] = 1.0
-        A[j, i] = 1.0
-    return A
-'''),
-    Mistake("self_loops_added", "ones were put on the diagonal (self loops); only the listed edges are 1",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.eye(n_nodes)
     for i, j in edges:
         A[i, j] = 1.0
         if undirected:
             A[j, i] = 1.0
     return A
-'''),
+'''
+
+ADJACENCY_MISTAKES = (
+    Mistake("directed_only", "only A[i, j] was set for an edge (i, j); with undirected=True A[j, i] = 1 too, "
+            "so A is symmetric",
+            edited(_ADJACENCY, ("        if undirected:\n            A[j, i] = 1.0\n", ""))),
+    Mistake("always_symmetric", "the matrix was made symmetric although undirected=False; a directed edge "
+            "(i, j) sets only A[i, j]",
+            edited(_ADJACENCY, ("        if undirected:\n            A[j, i]", "        A[j, i]"))),
+    Mistake("self_loops_added", "ones were put on the diagonal (self loops); only the listed edges are 1",
+            edited(_ADJACENCY, ("np.zeros((n_nodes, n_nodes))", "np.eye(n_nodes)"))),
     Mistake("edges_counted", "repeated edges were counted (entries 2 or more); an entry is 1 if there is an "
             "edge, whatever the number of times it is listed",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i, j] += 1.0
-        if undirected:
-            A[j, i] += 1.0
-    return A
-'''),
+            edited(_ADJACENCY, ("] = 1.0", "] += 1.0"))),
     Mistake("one_based", "the node numbers were treated as counting from 1; the edges use 0-based indices",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i - 1, j - 1] = 1.0
-        if undirected:
-            A[j - 1, i - 1] = 1.0
-    return A
-'''),
+            edited(_ADJACENCY, ("A[i, j]", "A[i - 1, j - 1]"), ("A[j, i]", "A[j - 1, i - 1]"))),
 )
 
 

@@ -16,6 +16,7 @@ from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
 from . import _stability
+from ._shared import qkv_weights
 
 ASSIGNMENT = "ps04_step_by_step"
 EXAMPLE = '''# The running example: four input vectors a^1..a^4 (the columns of a), d_in = 3, d_k = d_v = 2.
@@ -33,10 +34,6 @@ SETUP = "import numpy as np\n\n" + EXAMPLE
 NORMALISING = ("normalise", "output_for_query")
 
 
-def _weights(rng, d_in, d_k, d_v):
-    return (rng.standard_normal((d_k, d_in)), rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in)))
-
-
 # --- task 1: q, k, v of one input vector ------------------------------------------------------
 
 def _ref_qkv(a_j, W_q, W_k, W_v):
@@ -46,9 +43,9 @@ def _ref_qkv(a_j, W_q, W_k, W_v):
 
 def _cases_qkv(rng):
     # The first case is square (d_in = d_k = d_v) so that a transposed weight still runs and is named.
-    cases = [(rng.standard_normal(4), *_weights(rng, 4, 4, 4))]
+    cases = [(rng.standard_normal(4), *qkv_weights(rng, 4, 4, 4))]
     for d_in, d_k, d_v in [(3, 2, 5), (1, 1, 1), (6, 4, 3)]:
-        cases.append((rng.standard_normal(d_in), *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal(d_in), *qkv_weights(rng, d_in, d_k, d_v)))
     return cases
 
 
@@ -80,7 +77,7 @@ def _ref_scores(a, i, W_q, W_k):
 def _cases_scores(rng):
     cases = []
     for d_in, d_k, n, i in [(3, 2, 4, 0), (4, 4, 5, 3), (2, 3, 1, 0), (5, 2, 6, 5), (3, 1, 3, 1)]:
-        W_q, W_k, _ = _weights(rng, d_in, d_k, 1)
+        W_q, W_k, _ = qkv_weights(rng, d_in, d_k, 1)
         cases.append((rng.standard_normal((d_in, n)), i, W_q, W_k))
     return cases
 
@@ -169,7 +166,7 @@ def _ref_output(a, i, W_q, W_k, W_v):
 def _cases_output(rng):
     cases = []
     for d_in, d_k, d_v, n, i in [(3, 2, 4, 4, 0), (4, 3, 2, 5, 2), (2, 2, 3, 1, 0), (5, 4, 6, 6, 5)]:
-        cases.append((rng.standard_normal((d_in, n)), i, *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal((d_in, n)), i, *qkv_weights(rng, d_in, d_k, d_v)))
     # large scores (the lecture's unscaled q^i . k^j): near +1000 for every j, then near +1000 and -1000
     for n, i, wide in [(5, 2, False), (6, 4, True)]:
         x, W_q, W_k, W_v = _stability.projections(rng, n, 3, 4, 2, wide=wide, scale=1.0)

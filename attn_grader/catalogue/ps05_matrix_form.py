@@ -16,6 +16,7 @@ from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
 from . import _stability
+from ._shared import edited, qkv_weights
 
 ASSIGNMENT = "ps05_matrix_form"
 EXAMPLE = '''# The running example of the book (chapters "Self-attention step by step" and "Matrix form"):
@@ -34,10 +35,6 @@ SETUP = "import numpy as np\n\n" + EXAMPLE
 NORMALISING = ("attention_matrix", "self_attention_columns", "self_attention_rows")
 
 
-def _weights(rng, d_in, d_k, d_v):
-    return (rng.standard_normal((d_k, d_in)), rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in)))
-
-
 # --- task 1: Q, K, V ----------------------------------------------------------------------------
 
 def _ref_project(I, W_q, W_k, W_v):
@@ -47,9 +44,9 @@ def _ref_project(I, W_q, W_k, W_v):
 
 def _cases_project(rng):
     # The first case is square (d_in = d_k = d_v = n) so that every catalogued mistake still runs and is named.
-    cases = [(rng.standard_normal((3, 3)), *_weights(rng, 3, 3, 3))]
+    cases = [(rng.standard_normal((3, 3)), *qkv_weights(rng, 3, 3, 3))]
     for d_in, d_k, d_v, n in [(4, 3, 2, 5), (2, 2, 3, 1), (5, 4, 6, 7)]:
-        cases.append((rng.standard_normal((d_in, n)), *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal((d_in, n)), *qkv_weights(rng, d_in, d_k, d_v)))
     return cases
 
 
@@ -89,6 +86,20 @@ def _cases_attention_matrix(rng):
     return cases
 
 
+def _column_slips(build, d_k: str) -> dict[str, Mistake]:
+    """The slips that tasks 2 and 3 share, by name: missing_scale, scaled_by_d and shifted_by_min.
+
+    ``build(A)`` is the task's answer cell computing the scores A; ``d_k`` is how that cell spells d_k.
+    """
+    slips = (Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
+                     build("K.T @ Q")),
+             Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
+                     build(f"K.T @ Q / {d_k}")),
+             Mistake("shifted_by_min", _stability.shifted_by_min("each column's"),
+                     edited(build(f"K.T @ Q / np.sqrt({d_k})"), ("A.max(", "A.min("))))
+    return {m.name: m for m in slips}
+
+
 def _col_softmax_mistake(expr: str, axis: int = 0) -> str:
     return f'''def attention_matrix(Q, K):
     A = {expr}
@@ -97,14 +108,13 @@ def _col_softmax_mistake(expr: str, axis: int = 0) -> str:
 '''
 
 
+_MATRIX_SLIPS = _column_slips(_col_softmax_mistake, "K.shape[0]")
 ATTENTION_MATRIX_MISTAKES = (
     Mistake("softmax_wrong_axis", "the softmax ran along each row; in the column layout each column of A "
             "(one query's scores) is normalised, so the columns of A' sum to 1",
             _col_softmax_mistake("K.T @ Q / np.sqrt(K.shape[0])", axis=1)),
-    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
-            _col_softmax_mistake("K.T @ Q")),
-    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
-            _col_softmax_mistake("K.T @ Q / K.shape[0]")),
+    _MATRIX_SLIPS["missing_scale"],
+    _MATRIX_SLIPS["scaled_by_d"],
     Mistake("qt_k", "A was computed as Q^T K; the lecture's A = K^T Q puts query i's scores in column i",
             _col_softmax_mistake("Q.T @ K / np.sqrt(K.shape[0])")),
     Mistake("not_stabilised", _stability.not_stabilised("each column's"),
@@ -112,8 +122,7 @@ ATTENTION_MATRIX_MISTAKES = (
     e = np.exp(K.T @ Q / np.sqrt(K.shape[0]))
     return e / e.sum(axis=0, keepdims=True)
 '''),
-    Mistake("shifted_by_min", _stability.shifted_by_min("each column's"),
-            _col_softmax_mistake("K.T @ Q / np.sqrt(K.shape[0])").replace("A.max(", "A.min(")),
+    _MATRIX_SLIPS["shifted_by_min"],
 )
 
 
@@ -126,7 +135,7 @@ def _ref_columns(I, W_q, W_k, W_v):
 def _cases_columns(rng):
     cases = []
     for d_in, d_k, d_v, n in [(3, 3, 3, 4), (4, 2, 5, 6), (2, 3, 2, 1), (5, 8, 3, 7)]:
-        cases.append((rng.standard_normal((d_in, n)), *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal((d_in, n)), *qkv_weights(rng, d_in, d_k, d_v)))
     for n, wide in [(5, False), (6, True)]:  # scores near +1000 in each column; then near +1000 and -1000
         x, W_q, W_k, W_v = _stability.projections(rng, n, 4, 4, 3, wide=wide)
         cases.append((x.T, W_q, W_k, W_v))
@@ -143,24 +152,22 @@ def _columns_mistake(scores: str, axis: int = 0, out: str = "V @ A_prime") -> st
 '''
 
 
+_COLUMNS_SLIPS = _column_slips(_columns_mistake, "W_q.shape[0]")
 COLUMNS_MISTAKES = (
     Mistake("qt_k", "A was computed as Q^T K (the same as swapping W^q and W^k); the lecture's A = K^T Q "
             "puts query i's scores in column i",
             _columns_mistake("Q.T @ K / np.sqrt(W_q.shape[0])")),
     Mistake("softmax_wrong_axis", "the softmax ran along each row of A; each column (one query) must sum to 1",
             _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", axis=1)),
-    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
-            _columns_mistake("K.T @ Q")),
-    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
-            _columns_mistake("K.T @ Q / W_q.shape[0]")),
+    _COLUMNS_SLIPS["missing_scale"],
+    _COLUMNS_SLIPS["scaled_by_d"],
     Mistake("a_prime_transposed", "the output used A' transposed (O = V A'^T); column i of O = V A' is "
             "b^i = sum_j alpha'_{i,j} v^j",
             _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", out="V @ A_prime.T")),
     Mistake("not_stabilised", _stability.not_stabilised("each column's"),
-            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])").replace(
-                "np.exp(A - A.max(axis=0, keepdims=True))", "np.exp(A)")),
-    Mistake("shifted_by_min", _stability.shifted_by_min("each column's"),
-            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])").replace("A.max(", "A.min(")),
+            edited(_columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])"),
+                   ("np.exp(A - A.max(axis=0, keepdims=True))", "np.exp(A)"))),
+    _COLUMNS_SLIPS["shifted_by_min"],
 )
 
 
@@ -175,7 +182,7 @@ def _cases_rows(rng):
     # First case square (d_in = d_k = d_v) and unbatched, so that every mistake runs and is named.
     for batch, n, d_in, d_k, d_v in [((), 4, 3, 3, 3), ((2,), 5, 4, 2, 3), ((2, 3), 3, 2, 4, 5), ((), 1, 3, 2, 2),
                                      ((3,), 6, 5, 8, 4)]:
-        cases.append((rng.standard_normal((*batch, n, d_in)), *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal((*batch, n, d_in)), *qkv_weights(rng, d_in, d_k, d_v)))
     # scores near +1000 in each row (a batch of two sequences); then near +1000 and -1000
     x, W_q, W_k, W_v = _stability.projections(rng, 2 * 4, 3, 4, 2, wide=False)
     cases.append((x.reshape(2, 4, 3), W_q, W_k, W_v))

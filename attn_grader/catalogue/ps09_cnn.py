@@ -21,6 +21,7 @@ from attn_ref.conv import (
 )
 
 from ..core import Mistake, Task
+from ._shared import edited
 
 ASSIGNMENT = "ps09_cnn"
 SETUP = "import numpy as np"
@@ -162,10 +163,8 @@ def _ref_attention_as_conv(x, kernel):
     return relative_attention_conv(x[:, :, None], params, alpha=np.inf)[:, :, 0]  # (H, W)
 
 
-ATTENTION_CONV_MISTAKES = (
-    Mistake("kernel_flipped", "head Delta was paired with kernel[-Delta] (a flipped kernel, a true convolution); "
-            "the head at offset (i - K//2, j - K//2) gets kernel[i, j]",
-            '''def attention_as_conv(x, kernel):
+#: One-hot heads done right: head (i, j) reads the zero-padded image shifted by (i - K//2, j - K//2).
+_SHIFTED_HEADS = '''def attention_as_conv(x, kernel):
     H, W = x.shape
     K = kernel.shape[0]
     p = K // 2
@@ -173,9 +172,14 @@ ATTENTION_CONV_MISTAKES = (
     out = np.zeros((H, W))
     for i in range(K):
         for j in range(K):
-            out += kernel[K - 1 - i, K - 1 - j] * x_pad[i:i + H, j:j + W]
+            out += kernel[i, j] * x_pad[i:i + H, j:j + W]
     return out
-'''),
+'''
+
+ATTENTION_CONV_MISTAKES = (
+    Mistake("kernel_flipped", "head Delta was paired with kernel[-Delta] (a flipped kernel, a true convolution); "
+            "the head at offset (i - K//2, j - K//2) gets kernel[i, j]",
+            edited(_SHIFTED_HEADS, ("kernel[i, j]", "kernel[K - 1 - i, K - 1 - j]"))),
     Mistake("keys_inside_image_only", "the keys were only the pixels inside the image, so a head whose offset "
             "leaves the image attends to the nearest pixel inside (replicate padding); the keys must include "
             "the zero padding, as Conv2d reads zeros there",
@@ -194,17 +198,7 @@ ATTENTION_CONV_MISTAKES = (
 '''),
     Mistake("offsets_transposed", "the heads' offsets were transposed: the head for kernel[i, j] must look "
             "i - K//2 rows down and j - K//2 columns right",
-            '''def attention_as_conv(x, kernel):
-    H, W = x.shape
-    K = kernel.shape[0]
-    p = K // 2
-    x_pad = np.pad(x, p)
-    out = np.zeros((H, W))
-    for i in range(K):
-        for j in range(K):
-            out += kernel[i, j] * x_pad[j:j + H, i:i + W]
-    return out
-'''),
+            edited(_SHIFTED_HEADS, ("x_pad[i:i + H, j:j + W]", "x_pad[j:j + H, i:i + W]"))),
     Mistake("soft_attention", "the heads used a softmax of the scores with alpha = 1, which spreads weight over "
             "the neighbours; the convolution is the hard limit alpha -> infinity, a one-hot on q + Delta",
             '''def attention_as_conv(x, kernel):

@@ -20,6 +20,7 @@ from attn_ref.recurrent import rnn_forward as _rnn_forward
 
 from ..core import Mistake, Task
 from . import _stability
+from ._shared import qkv_weights
 
 ASSIGNMENT = "ps10_rnn"
 SETUP = "import numpy as np"
@@ -83,8 +84,7 @@ def _ref_attention(x, W_q, W_k, W_v):
 def _cases_attention(rng):
     cases = []
     for n, d_in, d_k, d_v in [(5, 4, 3, 2), (1, 3, 2, 2), (8, 2, 4, 5), (6, 6, 6, 6)]:
-        cases.append((rng.standard_normal((n, d_in)), rng.standard_normal((d_k, d_in)),
-                      rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in))))
+        cases.append((rng.standard_normal((n, d_in)), *qkv_weights(rng, d_in, d_k, d_v)))
     # large scores: exp overflows unless the row maximum is subtracted
     cases.append((30 * rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal((3, 3)),
                   rng.standard_normal((2, 3))))
