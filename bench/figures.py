@@ -411,7 +411,7 @@ DASK_PROBE = """
 import json, sys, time
 import nbformat
 from distributed import Client, LocalCluster
-from attn_grader.autograde import Course, Options
+from attn_grader.course import Course, Options
 from attn_grader.discover import Submitted
 
 def noop(course, batch, opts, topic):
@@ -500,7 +500,7 @@ def fig_scale(quick: bool) -> list[Row]:
 SANDBOX_PROBE = """
 import json, os, subprocess, sys, tempfile, time
 from attn_grader import sandbox
-from attn_grader.autograde import PACKAGES
+from attn_grader.course import PACKAGES
 from attn_grader.recheck import HARNESS, HARNESS_IN_BOX
 reps = int(sys.argv[1])
 staged = sandbox.stage([*PACKAGES, HARNESS]) is not None
