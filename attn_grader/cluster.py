@@ -93,22 +93,25 @@ def dask_setup(worker=None) -> None:
     assignments, not on a worker's first batch (half a second)."""
     from nbgrader.converters import Autograde, GenerateFeedback  # noqa: F401
 
-    from . import autograde, execute  # noqa: F401
+    from . import batch, execute  # noqa: F401
+    from .patches import nbgrader_setup
 
-    autograde.nbgrader_setup()
+    nbgrader_setup()
 
 
 def grade_batch(course, batch: list, opts, topic: str | None = None) -> list:
     """Grade one batch on this worker, in a scratch folder of its own; return its Results.
     ``topic``: where to log "ran" events (a notebook has run) for the progress lines."""
-    from . import autograde, sandbox
+    from . import batch as grading_batch
+    from . import sandbox
+    from .patches import nbgrader_setup
 
     _fault(batch)
     if opts.sandbox:
         why = sandbox.unusable()
         if why:  # this worker's machine cannot sandbox: no grade from here, and the row says why
             raise RuntimeError(f"this worker cannot run the sandbox: {why}")
-    autograde.nbgrader_setup()
+    nbgrader_setup()
     ran = None
     if topic:
         with contextlib.suppress(ValueError):
@@ -120,7 +123,7 @@ def grade_batch(course, batch: list, opts, topic: str | None = None) -> list:
     base = shared if shared and os.path.isdir(shared) else None
     scratch = tempfile.mkdtemp(prefix="attn-batch-", dir=base)  # 0700
     try:
-        return autograde.grade_items(course, batch, scratch, opts, ran=ran)
+        return grading_batch.grade_items(course, batch, scratch, opts, ran=ran)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -22,7 +22,7 @@ import copy
 import importlib
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -63,7 +63,6 @@ class Task:
     rtol: float = 1e-5
     atol: float = 1e-6
     setup: str = "import numpy as np"  # what the notebook's setup cell imports; mistakes run after it
-    description: str = field(default="")
 
     @property
     def key(self) -> str:

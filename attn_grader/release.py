@@ -13,7 +13,9 @@ import os
 import shutil
 import tempfile
 
-from .autograde import _converter, _quiet_logs, find_assignments, nbgrader_setup
+from .course import converter, quiet_logs
+from .discover import find_assignments
+from .patches import nbgrader_setup
 
 
 def release(root: str, assignments: list[str] | None = None, out: str | None = None) -> list[str]:
@@ -25,8 +27,8 @@ def release(root: str, assignments: list[str] | None = None, out: str | None = N
     names = find_assignments(root, assignments)
     scratch = tempfile.mkdtemp(prefix="attn-release-")
     try:
-        with _quiet_logs():
-            conv = _converter(GenerateAssignment, scratch, f"sqlite:///{scratch}/gradebook.db", "")
+        with quiet_logs():
+            conv = converter(GenerateAssignment, scratch, f"sqlite:///{scratch}/gradebook.db", "")
             conv.coursedir.root = root
             conv.coursedir.source_directory = "solutions"
             conv.coursedir.release_directory = os.path.relpath(out, root) if out else "exercises"

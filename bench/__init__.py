@@ -18,6 +18,21 @@ import os
 import platform
 from dataclasses import dataclass
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The title each figure gives its rows (``--only`` replaces the rows with these titles in results.md).
+TITLES = {
+    "sdpa": "numpy attention ÷ SDPA",
+    "loop": "loop ÷ matrix form",
+    "banded": "truncated attention growth",
+    "blocked": "blocked_attention ÷ SDPA (4-D)",
+    "peak": "share of the machine's peak",
+    "feedback": "student feedback",
+    "book": "book build",
+    "grading": "grading cost",
+    "sandbox": "grading sandbox",
+    "scale": "grading a large class",
+}
+
 
 @dataclass
 class Row:
@@ -35,6 +50,11 @@ class Row:
         if self.ok is None:
             return "skipped" if self.measured == "—" else "reported"
         return "pass" if self.ok else "miss"
+
+
+def ms(seconds: float) -> str:
+    """A time as the table prints it: `12.3 ms`, or `12.3 s` from ten seconds on."""
+    return f"{1e3 * seconds:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
 
 
 def ratio(x: float) -> str:

@@ -1,4 +1,5 @@
-"""Shared by tests/test_site.py and tests/test_leaks.py: where the built site is, which pages it has.
+"""Shared by the tests of the built site (test_site, test_leaks, test_book_pages, test_zh): where the
+built site is, which pages it has, and one headless Chromium to visit it offline.
 
 SITE_HTML (default _build/html) and SITE_TOC (default _toc.yml) may point elsewhere, e.g. at a
 partial build made with `jupyter-book build . --toc /tmp/toc_partial.yml --path-output /tmp/x`.
@@ -6,7 +7,9 @@ partial build made with `jupyter-book build . --toc /tmp/toc_partial.yml --path-
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))
 TOC = Path(os.environ.get("SITE_TOC", ROOT / "_toc.yml"))
 IN_CI = bool(os.environ.get("CI"))
+VIEWPORT = {"width": 1280, "height": 900}
+TIMEOUT_MS = 20_000
+LOCAL = ("file:", "data:", "blob:")  # what a page read from disk may request
 
 
 def need(condition: bool, message: str) -> None:
@@ -55,3 +61,32 @@ def page_source(page: str) -> Path:
         if path.exists():
             return path
     raise FileNotFoundError(page)
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator:
+    """Debian's chromium, headless under Playwright (closed on exit); skipped (failed in CI) without them."""
+    from attn_grader.classreport import CHROMIUM, CHROMIUM_ARGS
+
+    need(Path(CHROMIUM).is_file(), "no chromium for the browser tests: sudo apt-get install chromium (or make browser)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, "playwright is not installed (pip install -r requirements.txt)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def offline_page(browser):
+    """A new page of ``browser`` that may load local files only: any other request is aborted and its
+    URL appended to ``page.external``."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.external = []
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(LOCAL)
+               else (page.external.append(r.request.url), r.abort()))
+    return page

@@ -24,7 +24,7 @@ import notes_quotes
 import pytest
 import yaml
 from bs4 import BeautifulSoup
-from site_helpers import ROOT, SITE, need, need_site, toc_pages
+from site_helpers import ROOT, SITE, chromium, need, need_site, offline_page, toc_pages
 
 PAGES = toc_pages()
 BOOK = ROOT / "book"
@@ -148,28 +148,17 @@ AXE_PAGES = [*PAGES, "genindex", "search"]
 
 @pytest.fixture(scope="module")
 def axe_page():
-    from attn_grader.classreport import CHROMIUM, CHROMIUM_ARGS
-
     need_site()
-    need(Path(CHROMIUM).is_file(), "no chromium for the browser tests: sudo apt-get install chromium (or make browser)")
     try:
         from axe_playwright_python.sync_playwright import Axe
-        from playwright.sync_api import sync_playwright
     except ImportError:
-        need(False, "playwright / axe-playwright-python are not installed (pip install -r requirements.txt)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(20_000)
-        external: list[str] = []
-        # file:// only: a request to any host (a CDN font, a theme's analytics) is blocked and fails the page
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:"))
-                   else (external.append(r.request.url), r.abort()))
-        page.external = external
+        need(False, "axe-playwright-python is not installed (pip install -r requirements.txt)")
+    with chromium() as browser:
+        # local files only: a request to any host (a CDN font, a theme's analytics) is blocked and fails the page
+        page = offline_page(browser)
         page.axe = Axe()
         yield page
         page.close()
-        browser.close()
 
 
 _SETTLE = """

@@ -1,8 +1,9 @@
 """Every assignment's catalogue, in-process (no nbgrader, seconds): solutions pass, every mistake is named.
 
+The solutions are the answer cells of the source notebooks (tests/solutions.py), the single copy.
 Each mistake's answer cell, loaded after the task's setup, must fail :func:`check` with its own name
-in the message; the source notebook's setup and answer cells must be the catalogue's. The same
-mistakes are graded with the real nbgrader in test_grading.py.
+in the message; the source notebook's setup cell must be the catalogue's. The same mistakes are graded
+with the real nbgrader in test_grading.py.
 """
 
 import importlib
@@ -16,9 +17,9 @@ import pytest
 
 from attn_grader import GradingError, check
 from attn_grader.core import Mistake, load_mistake
+from solutions import ASSIGNMENTS, all_answers, cells, other_answers, solution
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 MODULES = [importlib.import_module(f"attn_grader.catalogue.{a}") for a in ASSIGNMENTS]
 TASKS = [(m, t) for m in MODULES for t in m.TASKS]
 
@@ -34,9 +35,9 @@ def test_every_chapter_has_an_assignment():
 
 @pytest.mark.parametrize("item", TASKS, ids=_ids)
 def test_solution_passes(item):
+    """The answer cell of the source notebook exists and passes its task (after the other answers)."""
     module, task = item
-    all_answers = "\n".join(module.SOLUTIONS.values())  # later tasks may call earlier answers
-    check(task.assignment, task.func_name, load_mistake(task, Mistake("solution", "", all_answers)))
+    check(task.assignment, task.func_name, load_mistake(task, Mistake("solution", "", all_answers(task.assignment))))
 
 
 @pytest.mark.parametrize("item", TASKS, ids=_ids)
@@ -44,7 +45,7 @@ def test_every_mistake_is_caught_and_named(item):
     module, task = item
     assert len(task.mistakes) >= 3
     assert len({m.name for m in task.mistakes}) == len(task.mistakes)
-    others = "\n".join(src for name, src in module.SOLUTIONS.items() if name != task.func_name)
+    others = other_answers(task.assignment, task.func_name)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # an unstabilised softmax overflows on purpose
         for mistake in task.mistakes:
@@ -55,14 +56,12 @@ def test_every_mistake_is_caught_and_named(item):
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
 def test_source_notebook_matches_catalogue(module):
-    path = ROOT / "solutions" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    cells = {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells}
-    assert cells["setup"].source.strip() == module.SETUP.strip()
+    source = cells(module.ASSIGNMENT)
+    assert source["setup"].strip() == module.SETUP.strip()
     for task in module.TASKS:
         assert task.setup.strip() == module.SETUP.strip()
-        assert cells[f"{task.func_name}_answer"].source.strip() == module.SOLUTIONS[task.func_name].strip()
-        test_src = cells[f"{task.func_name}_test"].source
+        assert "### BEGIN SOLUTION" in solution(module.ASSIGNMENT, task.func_name)
+        test_src = source[f"{task.func_name}_test"]
         assert f'check("{module.ASSIGNMENT}", "{task.func_name}", {task.func_name})' in test_src
     released = ROOT / "exercises" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
     text = released.read_text()
@@ -89,17 +88,16 @@ def test_float32_solution_passes_and_float32_mistakes_are_still_named(item, monk
     """The tolerance policy (attn_grader.core.tolerances): a right answer computed in float32 passes every
     task, and no catalogued mistake hides under the float32 tolerances."""
     module, task = item
-    all_answers = "\n".join(module.SOLUTIONS.values())
-    solution = load_mistake(task, Mistake("solution", "", all_answers))
-    check(task.assignment, task.func_name, lambda *args: solution(*(_float32(a) for a in args)))
-    check(task.assignment, task.func_name, lambda *args: _cast_output(solution(*args)))
+    right = load_mistake(task, Mistake("solution", "", all_answers(task.assignment)))
+    check(task.assignment, task.func_name, lambda *args: right(*(_float32(a) for a in args)))
+    check(task.assignment, task.func_name, lambda *args: _cast_output(right(*args)))
     from attn_grader.core import describe_difference, to_numpy
 
     for seed in range(5):  # the re-check draws other inputs (from the course secret): float32 passes there too
         for args in task.cases(np.random.default_rng(seed)):
-            got = solution(*(_float32(a) for a in args))
+            got = right(*(_float32(a) for a in args))
             assert describe_difference(got, to_numpy(task.reference(*args)), task.rtol, task.atol) is None, seed
-    others = "\n".join(src for name, src in module.SOLUTIONS.items() if name != task.func_name)
+    others = other_answers(task.assignment, task.func_name)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for mistake in task.mistakes:
@@ -121,19 +119,17 @@ VISIBLE_MISSES = {
 def test_visible_tests_catch_the_catalogued_mistakes(module):
     """A student can find the usual mistakes before handing in: each catalogued mistake, in its answer
     cell after the other answers, fails the visible part of its test cell; the solution passes it."""
-    path = ROOT / "solutions" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
-    cells = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
-             if c.metadata.get("nbgrader", {}).get("grade_id")}
+    source = cells(module.ASSIGNMENT)
     missed = []
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for task in module.TASKS:
-            visible = _HIDDEN.sub("", cells[f"{task.func_name}_test"])
-            others = "\n".join(s for f, s in module.SOLUTIONS.items() if f != task.func_name)
+            visible = _HIDDEN.sub("", source[f"{task.func_name}_test"])
+            others = other_answers(module.ASSIGNMENT, task.func_name)
             for mistake in (None, *task.mistakes):
                 ns: dict = {}
-                exec(cells["setup"] + "\n" + others, ns)  # noqa: S102
-                exec(module.SOLUTIONS[task.func_name] if mistake is None else mistake.source, ns)  # noqa: S102
+                exec(source["setup"] + "\n" + others, ns)  # noqa: S102
+                exec(solution(module.ASSIGNMENT, task.func_name) if mistake is None else mistake.source, ns)  # noqa: S102
                 try:
                     exec(visible, ns)  # noqa: S102
                     passed = True
@@ -153,15 +149,15 @@ def test_what_a_student_reads_is_consistent(module):
     import ast
 
     path = ROOT / "exercises" / module.ASSIGNMENT / f"{module.ASSIGNMENT}.ipynb"
-    cells = {c.metadata["nbgrader"]["grade_id"]: c for c in nbformat.read(path, as_version=4).cells
+    shown = {c.metadata["nbgrader"]["grade_id"]: c for c in nbformat.read(path, as_version=4).cells
              if c.metadata.get("nbgrader", {}).get("grade_id")}
-    intro = " ".join(cells["intro"].source.split())
+    intro = " ".join(shown["intro"].source.split())
     assert "prints nothing" in intro and "prints `ok`" not in intro
     assert "What you may use" in intro and "NumPy only" not in intro
-    for gid, cell in cells.items():
+    for gid, cell in shown.items():
         if cell.metadata["nbgrader"].get("grade"):
             calls = [n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call)]
             assert not any(getattr(n.func, "id", "") == "print" for n in calls), f"{gid} prints"
-    assigned = {t.id for n in ast.walk(ast.parse(cells["setup"].source)) if isinstance(n, ast.Assign)
+    assigned = {t.id for n in ast.walk(ast.parse(shown["setup"].source)) if isinstance(n, ast.Assign)
                 for t in n.targets if isinstance(t, ast.Name)}
     assert not assigned & {"n", "d", "h", "k", "m", "w"}, assigned  # sizes a function might use by mistake

@@ -18,9 +18,10 @@ import nbformat
 import pytest
 from others_answers import OTHERS
 
-from attn_grader.autograde import Options, find_assignments, grade
+from attn_grader.autograde import Options, grade
 from attn_grader.core import tasks_of
 from attn_grader.demo import answers_of, with_answers
+from attn_grader.discover import find_assignments
 from attn_grader.release import release
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -24,9 +24,7 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 import yaml
-from site_helpers import ROOT, SITE, need, need_site, page_source, toc_pages
-
-from attn_grader.classreport import CHROMIUM, CHROMIUM_ARGS
+from site_helpers import ROOT, SITE, TIMEOUT_MS, VIEWPORT, chromium, need_site, page_source, toc_pages
 
 PAGES = toc_pages()
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -214,18 +212,11 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser_context():
-    need(Path(CHROMIUM).is_file(), "no chromium for the browser tests: sudo apt-get install chromium (or make browser)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need(False, "playwright is not installed (pip install -r requirements.txt)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(20_000)
+    with chromium() as browser:
+        context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(TIMEOUT_MS)
         yield context
         context.close()
-        browser.close()
 
 
 class Visit:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from site_helpers import ROOT, SITE, need, need_site, toc_pages
+from site_helpers import ROOT, SITE, chromium, need, need_site, offline_page, toc_pages
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import po_check  # noqa: E402
@@ -159,23 +159,13 @@ def test_glossary_terms_are_used_on_the_chinese_pages():
 
 @pytest.fixture(scope="module")
 def browser_page():
-    from attn_grader.classreport import CHROMIUM, CHROMIUM_ARGS
-
     need_site()
     need((ZH / "index.html").is_file(), f"no Chinese edition at {ZH}: run make book")
-    need(Path(CHROMIUM).is_file(), "no chromium for the browser tests")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(20_000)
-        page.external, page.errors = [], []
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:"))
-                   else (page.external.append(r.request.url), r.abort()))
+    with chromium() as browser:
+        page = offline_page(browser)
+        page.errors = []
         page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
         yield page
-        browser.close()
 
 
 # Draws a Chinese character and a code point no font has (the missing-glyph box) in the page's own

@@ -16,6 +16,7 @@ from attn_ref.embedding import cosine_similarity_matrix as _cosine
 from attn_ref.embedding import one_hot as _one_hot
 
 from ..core import Mistake, Task
+from ._shared import edited
 
 ASSIGNMENT = "ps01_vector_sets"
 SETUP = "import numpy as np"
@@ -34,15 +35,6 @@ def _cases_one_hot(rng):
     cases.append((np.array([4, 0, 4, 2]), 5))  # repeated words, first and last index
     return cases
 
-
-ONE_HOT_SOLUTION = '''def one_hot(indices, vocab_size):
-    """One-hot rows. indices: (n,) integers in [0, V) -> (n, V) floats."""
-    ### BEGIN SOLUTION
-    out = np.zeros((len(indices), vocab_size))
-    out[np.arange(len(indices)), indices] = 1.0
-    return out
-    ### END SOLUTION
-'''
 
 ONE_HOT_MISTAKES = (
     Mistake("transposed", "the result has one column per word (shape (V, n)); it should have one row per word, "
@@ -78,14 +70,6 @@ def _cases_cosine(rng):
     cases.append((np.array([[3.0, 4.0], [300.0, 400.0], [-4.0, 3.0]]),))  # parallel and orthogonal rows
     return cases
 
-
-COSINE_SOLUTION = '''def cosine_similarity_matrix(X):
-    """Cosine of every pair of rows. X: (n, d), no zero rows -> (n, n)."""
-    ### BEGIN SOLUTION
-    U = X / np.linalg.norm(X, axis=1, keepdims=True)  # unit rows
-    return U @ U.T
-    ### END SOLUTION
-'''
 
 COSINE_MISTAKES = (
     Mistake("no_normalisation", "the dot products x_i . x_j were returned without dividing by the lengths "
@@ -133,14 +117,6 @@ def _cases_frames(rng):
         cases.append((rng.standard_normal(n), frame_len, hop))
     return cases
 
-
-FRAMES_SOLUTION = '''def frame_signal(x, frame_len, hop):
-    """Overlapping frames. x: (L,) -> (1 + (L - frame_len) // hop, frame_len)."""
-    ### BEGIN SOLUTION
-    n_frames = 1 + (len(x) - frame_len) // hop
-    return np.stack([x[i * hop:i * hop + frame_len] for i in range(n_frames)])
-    ### END SOLUTION
-'''
 
 FRAMES_MISTAKES = (
     Mistake("hop_and_frame_swapped", "frame_len and hop were swapped: frame i is x[i*hop : i*hop + frame_len], "
@@ -192,82 +168,37 @@ def _cases_adjacency(rng):
     return cases
 
 
-ADJACENCY_SOLUTION = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    """Adjacency matrix. edges: (m, 2) 0-based node pairs -> (n_nodes, n_nodes) of 0.0 / 1.0."""
-    ### BEGIN SOLUTION
+#: The edge list read right: each mistake below changes one line of it.
+_ADJACENCY = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
     A = np.zeros((n_nodes, n_nodes))
     for i, j in edges:
         A[i, j] = 1.0
         if undirected:
             A[j, i] = 1.0
     return A
-    ### END SOLUTION
 '''
 
 ADJACENCY_MISTAKES = (
     Mistake("directed_only", "only A[i, j] was set for an edge (i, j); with undirected=True A[j, i] = 1 too, "
             "so A is symmetric",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i, j] = 1.0
-    return A
-'''),
+            edited(_ADJACENCY, ("        if undirected:\n            A[j, i] = 1.0\n", ""))),
     Mistake("always_symmetric", "the matrix was made symmetric although undirected=False; a directed edge "
             "(i, j) sets only A[i, j]",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i, j] = 1.0
-        A[j, i] = 1.0
-    return A
-'''),
+            edited(_ADJACENCY, ("        if undirected:\n            A[j, i]", "        A[j, i]"))),
     Mistake("self_loops_added", "ones were put on the diagonal (self loops); only the listed edges are 1",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.eye(n_nodes)
-    for i, j in edges:
-        A[i, j] = 1.0
-        if undirected:
-            A[j, i] = 1.0
-    return A
-'''),
+            edited(_ADJACENCY, ("np.zeros((n_nodes, n_nodes))", "np.eye(n_nodes)"))),
     Mistake("edges_counted", "repeated edges were counted (entries 2 or more); an entry is 1 if there is an "
             "edge, whatever the number of times it is listed",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i, j] += 1.0
-        if undirected:
-            A[j, i] += 1.0
-    return A
-'''),
+            edited(_ADJACENCY, ("] = 1.0", "] += 1.0"))),
     Mistake("one_based", "the node numbers were treated as counting from 1; the edges use 0-based indices",
-            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
-    for i, j in edges:
-        A[i - 1, j - 1] = 1.0
-        if undirected:
-            A[j - 1, i - 1] = 1.0
-    return A
-'''),
+            edited(_ADJACENCY, ("A[i, j]", "A[i - 1, j - 1]"), ("A[j, i]", "A[j - 1, i - 1]"))),
 )
 
 
 TASKS = [
-    Task(ASSIGNMENT, "one_hot", _ref_one_hot, _cases_one_hot, ONE_HOT_MISTAKES, setup=SETUP,
-         description="one-hot vectors of word indices"),
+    Task(ASSIGNMENT, "one_hot", _ref_one_hot, _cases_one_hot, ONE_HOT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "cosine_similarity_matrix", _ref_cosine, _cases_cosine, COSINE_MISTAKES, setup=SETUP,
-         description="cosine similarity of every pair of rows", rtol=1e-6, atol=1e-9),
-    Task(ASSIGNMENT, "frame_signal", _ref_frames, _cases_frames, FRAMES_MISTAKES, setup=SETUP,
-         description="a waveform cut into overlapping frames"),
-    Task(ASSIGNMENT, "adjacency_from_edges", _ref_adjacency, _cases_adjacency, ADJACENCY_MISTAKES, setup=SETUP,
-         description="a graph's adjacency matrix from its edge list"),
+         rtol=1e-6, atol=1e-9),
+    Task(ASSIGNMENT, "frame_signal", _ref_frames, _cases_frames, FRAMES_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "adjacency_from_edges", _ref_adjacency, _cases_adjacency, ADJACENCY_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "one_hot": ONE_HOT_SOLUTION,
-    "cosine_similarity_matrix": COSINE_SOLUTION,
-    "frame_signal": FRAMES_SOLUTION,
-    "adjacency_from_edges": ADJACENCY_SOLUTION,
-}

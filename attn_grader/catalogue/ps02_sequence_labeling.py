@@ -38,15 +38,6 @@ def _cases_window(rng):
     return cases
 
 
-WINDOW_SOLUTION = '''def window_features(X, w):
-    """Each vector with its w left and w right neighbours, zero-padded. X: (n, d) -> (n, (2w+1) d)."""
-    ### BEGIN SOLUTION
-    n, d = X.shape
-    P = np.concatenate([np.zeros((w, d)), X, np.zeros((w, d))])  # (n + 2w, d)
-    return np.concatenate([P[k:k + n] for k in range(2 * w + 1)], axis=1)  # (n, (2w+1) d)
-    ### END SOLUTION
-'''
-
 WINDOW_MISTAKES = (
     Mistake("wrap_around", "the window wrapped around the sequence (the first word saw the last one as its "
             "left neighbour); positions beyond the ends must be zero vectors",
@@ -97,14 +88,6 @@ def _cases_fcn(rng):
     return cases
 
 
-FCN_SOLUTION = '''def fcn_tag_logits(X, W1, b1, W2, b2):
-    """The same two-layer FCN on every row. X: (n, d), W1: (h, d), b1: (h,), W2: (k, h), b2: (k,) -> (n, k)."""
-    ### BEGIN SOLUTION
-    H = np.maximum(X @ W1.T + b1, 0.0)  # (n, h)
-    return H @ W2.T + b2  # (n, k)
-    ### END SOLUTION
-'''
-
 FCN_MISTAKES = (
     Mistake("no_relu", "the ReLU between the two layers is missing: h_t = max(0, W1 x_t + b1)",
             '''def fcn_tag_logits(X, W1, b1, W2, b2):
@@ -143,13 +126,6 @@ def _cases_windowed(rng):
         cases.append((rng.standard_normal((n, d)) + 1.0, w, *_fcn_weights(rng, (2 * w + 1) * d, h, k)))
     return cases
 
-
-WINDOWED_SOLUTION = '''def windowed_logits(X, w, W1, b1, W2, b2):
-    """The FCN on windows of 2w+1 vectors. X: (n, d), W1: (h, (2w+1) d) -> (n, k)."""
-    ### BEGIN SOLUTION
-    return fcn_tag_logits(window_features(X, w), W1, b1, W2, b2)
-    ### END SOLUTION
-'''
 
 _FCN = '''
 def _fcn(F, W1, b1, W2, b2):
@@ -195,17 +171,7 @@ def windowed_logits(X, w, W1, b1, W2, b2):
 
 
 TASKS = [
-    Task(ASSIGNMENT, "window_features", _ref_window, _cases_window, WINDOW_MISTAKES, setup=SETUP,
-         description="each vector with its w neighbours on each side, zero-padded"),
-    Task(ASSIGNMENT, "fcn_tag_logits", _ref_fcn, _cases_fcn, FCN_MISTAKES, setup=SETUP,
-         description="the same two-layer FCN on every vector"),
-    Task(ASSIGNMENT, "windowed_logits", _ref_windowed, _cases_windowed, WINDOWED_MISTAKES, setup=SETUP,
-         description="the FCN on windows of 2w + 1 vectors"),
+    Task(ASSIGNMENT, "window_features", _ref_window, _cases_window, WINDOW_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "fcn_tag_logits", _ref_fcn, _cases_fcn, FCN_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "windowed_logits", _ref_windowed, _cases_windowed, WINDOWED_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "window_features": WINDOW_SOLUTION,
-    "fcn_tag_logits": FCN_SOLUTION,
-    "windowed_logits": WINDOWED_SOLUTION,
-}

@@ -42,13 +42,6 @@ def _cases_dot(rng):
     return cases
 
 
-DOT_SOLUTION = '''def dot_product_scores(Q, K):
-    """scores[i, j] = q_i . k_j. Q: (n_q, d), K: (n_k, d) -> (n_q, n_k)."""
-    ### BEGIN SOLUTION
-    return Q @ K.T  # (n_q, d) x (d, n_k) -> (n_q, n_k)
-    ### END SOLUTION
-'''
-
 DOT_MISTAKES = (
     Mistake("transposed", "the result is transposed (K Q^T): row i must hold query i's scores, "
             "scores = Q K^T of shape (n_q, n_k)",
@@ -89,16 +82,6 @@ def _cases_additive(rng):
                       rng.standard_normal((d_h, d_q)), rng.standard_normal((d_h, d_k)), rng.standard_normal(d_h)))
     return cases
 
-
-ADDITIVE_SOLUTION = '''def additive_scores(Q, K, W_q, W_k, w):
-    """scores[i, j] = w . tanh(W_q q_i + W_k k_j). Q: (n_q, d_q), K: (n_k, d_k) -> (n_q, n_k)."""
-    ### BEGIN SOLUTION
-    hq = Q @ W_q.T  # (n_q, d_h): W_q q_i for every query
-    hk = K @ W_k.T  # (n_k, d_h): W_k k_j for every key
-    h = np.tanh(hq[:, None, :] + hk[None, :, :])  # (n_q, n_k, d_h)
-    return h @ w  # (n_q, n_k)
-    ### END SOLUTION
-'''
 
 ADDITIVE_MISTAKES = (
     Mistake("tanh_forgotten", "tanh was left out: the score is w . tanh(W_q q_i + W_k k_j), and without the "
@@ -149,17 +132,6 @@ def _cases_softmax(rng):
         (_stability.scores(rng, (3, 4), wide=True).T, 0),  # +-1000 down each column: a min-shift overflows
     ]
 
-
-SOFTMAX_SOLUTION = '''def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along axis, stable for large scores; an all -inf slice gives zeros. x: any shape."""
-    ### BEGIN SOLUTION
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isneginf(m), 0.0, m)  # an all -inf slice: subtract 0 instead of -inf
-    e = np.exp(x - m)  # every exponent <= 0: no overflow
-    s = np.sum(e, axis=axis, keepdims=True)
-    return e / np.where(s == 0, 1.0, s)  # an all -inf slice has sum 0 and stays 0
-    ### END SOLUTION
-'''
 
 SOFTMAX_MISTAKES = (
     Mistake("axis_ignored", "the softmax always ran over the last axis; use the axis argument",
@@ -216,16 +188,6 @@ def _cases_weights(rng):
     return cases
 
 
-WEIGHTS_SOLUTION = '''def attention_weights(Q, K):
-    """softmax(Q K^T / sqrt(d)) over each row. Q: (n_q, d), K: (n_k, d) -> (n_q, n_k), rows sum to 1."""
-    ### BEGIN SOLUTION
-    d = Q.shape[-1]
-    scores = Q @ K.T / np.sqrt(d)  # (n_q, n_k)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)  # each row (one query) sums to 1
-    ### END SOLUTION
-'''
-
 WEIGHTS_MISTAKES = (
     Mistake("missing_scale", "the scores were not divided by sqrt(d): weights = softmax(Q K^T / sqrt(d))",
             '''def attention_weights(Q, K):
@@ -268,20 +230,8 @@ WEIGHTS_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "dot_product_scores", _ref_dot, _cases_dot, DOT_MISTAKES, setup=SETUP,
-         description="q_i . k_j for every query-key pair"),
-    Task(ASSIGNMENT, "additive_scores", _ref_additive, _cases_additive, ADDITIVE_MISTAKES, setup=SETUP,
-         description="w . tanh(W_q q_i + W_k k_j) for every pair (Bahdanau et al. 2015)"),
-    Task(ASSIGNMENT, "softmax", _ref_softmax, _cases_softmax, SOFTMAX_MISTAKES, setup=SETUP,
-         description="a numerically stable softmax along an axis"),
-    Task(ASSIGNMENT, "attention_weights", _ref_weights, _cases_weights, WEIGHTS_MISTAKES, setup=SETUP,
-         description="softmax(Q K^T / sqrt(d)) over each row"),
+    Task(ASSIGNMENT, "dot_product_scores", _ref_dot, _cases_dot, DOT_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "additive_scores", _ref_additive, _cases_additive, ADDITIVE_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "softmax", _ref_softmax, _cases_softmax, SOFTMAX_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "attention_weights", _ref_weights, _cases_weights, WEIGHTS_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "dot_product_scores": DOT_SOLUTION,
-    "additive_scores": ADDITIVE_SOLUTION,
-    "softmax": SOFTMAX_SOLUTION,
-    "attention_weights": WEIGHTS_SOLUTION,
-}

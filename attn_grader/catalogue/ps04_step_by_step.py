@@ -16,6 +16,7 @@ from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
 from . import _stability
+from ._shared import qkv_weights
 
 ASSIGNMENT = "ps04_step_by_step"
 EXAMPLE = '''# The running example: four input vectors a^1..a^4 (the columns of a), d_in = 3, d_k = d_v = 2.
@@ -33,10 +34,6 @@ SETUP = "import numpy as np\n\n" + EXAMPLE
 NORMALISING = ("normalise", "output_for_query")
 
 
-def _weights(rng, d_in, d_k, d_v):
-    return (rng.standard_normal((d_k, d_in)), rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in)))
-
-
 # --- task 1: q, k, v of one input vector ------------------------------------------------------
 
 def _ref_qkv(a_j, W_q, W_k, W_v):
@@ -46,21 +43,11 @@ def _ref_qkv(a_j, W_q, W_k, W_v):
 
 def _cases_qkv(rng):
     # The first case is square (d_in = d_k = d_v) so that a transposed weight still runs and is named.
-    cases = [(rng.standard_normal(4), *_weights(rng, 4, 4, 4))]
+    cases = [(rng.standard_normal(4), *qkv_weights(rng, 4, 4, 4))]
     for d_in, d_k, d_v in [(3, 2, 5), (1, 1, 1), (6, 4, 3)]:
-        cases.append((rng.standard_normal(d_in), *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal(d_in), *qkv_weights(rng, d_in, d_k, d_v)))
     return cases
 
-
-QKV_SOLUTION = '''def query_key_value(a_j, W_q, W_k, W_v):
-    """q^j, k^j, v^j of one input vector. a_j: (d_in,) -> ((d_k,), (d_k,), (d_v,))."""
-    ### BEGIN SOLUTION
-    q = W_q @ a_j  # (d_k,)
-    k = W_k @ a_j  # (d_k,)
-    v = W_v @ a_j  # (d_v,)
-    return q, k, v
-    ### END SOLUTION
-'''
 
 QKV_MISTAKES = (
     Mistake("wq_wk_swapped", "q was computed with W^k and k with W^q: q^j = W^q a^j, k^j = W^k a^j",
@@ -90,19 +77,10 @@ def _ref_scores(a, i, W_q, W_k):
 def _cases_scores(rng):
     cases = []
     for d_in, d_k, n, i in [(3, 2, 4, 0), (4, 4, 5, 3), (2, 3, 1, 0), (5, 2, 6, 5), (3, 1, 3, 1)]:
-        W_q, W_k, _ = _weights(rng, d_in, d_k, 1)
+        W_q, W_k, _ = qkv_weights(rng, d_in, d_k, 1)
         cases.append((rng.standard_normal((d_in, n)), i, W_q, W_k))
     return cases
 
-
-SCORES_SOLUTION = '''def attention_scores_for_query(a, i, W_q, W_k):
-    """alpha_{i,j} = q^i . k^j for j = 1..n. a: (d_in, n), i: int -> (n,)."""
-    ### BEGIN SOLUTION
-    q_i = W_q @ a[:, i]  # (d_k,)
-    K = W_k @ a  # (d_k, n): k^1..k^n as columns
-    return K.T @ q_i  # (n,)
-    ### END SOLUTION
-'''
 
 SCORES_MISTAKES = (
     Mistake("self_score_missing", "the query's own score alpha_{i,i} = q^i . k^i was left out; "
@@ -149,14 +127,6 @@ def _cases_normalise(rng):
     ]
 
 
-NORMALISE_SOLUTION = '''def normalise(alpha):
-    """alpha'_{i,j} = exp(alpha_{i,j}) / sum_l exp(alpha_{i,l}). alpha: (n,) -> (n,)."""
-    ### BEGIN SOLUTION
-    e = np.exp(alpha - np.max(alpha))  # subtracting the max changes nothing but avoids overflow
-    return e / e.sum()
-    ### END SOLUTION
-'''
-
 NORMALISE_MISTAKES = (
     Mistake("exp_forgotten", "the scores were divided by their sum without exp: softmax is "
             "exp(alpha_j) / sum_l exp(alpha_l)",
@@ -196,26 +166,13 @@ def _ref_output(a, i, W_q, W_k, W_v):
 def _cases_output(rng):
     cases = []
     for d_in, d_k, d_v, n, i in [(3, 2, 4, 4, 0), (4, 3, 2, 5, 2), (2, 2, 3, 1, 0), (5, 4, 6, 6, 5)]:
-        cases.append((rng.standard_normal((d_in, n)), i, *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal((d_in, n)), i, *qkv_weights(rng, d_in, d_k, d_v)))
     # large scores (the lecture's unscaled q^i . k^j): near +1000 for every j, then near +1000 and -1000
     for n, i, wide in [(5, 2, False), (6, 4, True)]:
         x, W_q, W_k, W_v = _stability.projections(rng, n, 3, 4, 2, wide=wide, scale=1.0)
         cases.append((x.T, i, W_q, W_k, W_v))
     return cases
 
-
-OUTPUT_SOLUTION = '''def output_for_query(a, i, W_q, W_k, W_v):
-    """b^i = sum_j alpha'_{i,j} v^j. a: (d_in, n), i: int -> (d_v,)."""
-    ### BEGIN SOLUTION
-    q_i = W_q @ a[:, i]  # (d_k,)
-    K = W_k @ a  # (d_k, n)
-    V = W_v @ a  # (d_v, n)
-    alpha = K.T @ q_i  # (n,)
-    e = np.exp(alpha - alpha.max())
-    alpha_prime = e / e.sum()  # (n,)
-    return V @ alpha_prime  # (d_v,)
-    ### END SOLUTION
-'''
 
 OUTPUT_MISTAKES = (
     Mistake("softmax_forgotten", "the raw scores alpha_{i,j} weighted the values; they must be normalised "
@@ -258,20 +215,9 @@ OUTPUT_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "query_key_value", _ref_qkv, _cases_qkv, QKV_MISTAKES, setup=SETUP,
-         description="q^j, k^j, v^j of one input vector"),
-    Task(ASSIGNMENT, "attention_scores_for_query", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP,
-         description="alpha_{i,1..n}, the lecture's unscaled dot products"),
+    Task(ASSIGNMENT, "query_key_value", _ref_qkv, _cases_qkv, QKV_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "attention_scores_for_query", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "normalise", _ref_normalise, _cases_normalise, NORMALISE_MISTAKES, setup=SETUP,
-         description="softmax of the scores", rtol=1e-5, atol=1e-7),
-    Task(ASSIGNMENT, "output_for_query", _ref_output, _cases_output, OUTPUT_MISTAKES, setup=SETUP,
-         description="b^i, the weighted sum of the values"),
+         rtol=1e-5, atol=1e-7),
+    Task(ASSIGNMENT, "output_for_query", _ref_output, _cases_output, OUTPUT_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "query_key_value": QKV_SOLUTION,
-    "attention_scores_for_query": SCORES_SOLUTION,
-    "normalise": NORMALISE_SOLUTION,
-    "output_for_query": OUTPUT_SOLUTION,
-}

@@ -16,6 +16,7 @@ from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
 from . import _stability
+from ._shared import edited, qkv_weights
 
 ASSIGNMENT = "ps05_matrix_form"
 EXAMPLE = '''# The running example of the book (chapters "Self-attention step by step" and "Matrix form"):
@@ -34,10 +35,6 @@ SETUP = "import numpy as np\n\n" + EXAMPLE
 NORMALISING = ("attention_matrix", "self_attention_columns", "self_attention_rows")
 
 
-def _weights(rng, d_in, d_k, d_v):
-    return (rng.standard_normal((d_k, d_in)), rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in)))
-
-
 # --- task 1: Q, K, V ----------------------------------------------------------------------------
 
 def _ref_project(I, W_q, W_k, W_v):
@@ -47,21 +44,11 @@ def _ref_project(I, W_q, W_k, W_v):
 
 def _cases_project(rng):
     # The first case is square (d_in = d_k = d_v = n) so that every catalogued mistake still runs and is named.
-    cases = [(rng.standard_normal((3, 3)), *_weights(rng, 3, 3, 3))]
+    cases = [(rng.standard_normal((3, 3)), *qkv_weights(rng, 3, 3, 3))]
     for d_in, d_k, d_v, n in [(4, 3, 2, 5), (2, 2, 3, 1), (5, 4, 6, 7)]:
-        cases.append((rng.standard_normal((d_in, n)), *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal((d_in, n)), *qkv_weights(rng, d_in, d_k, d_v)))
     return cases
 
-
-PROJECT_SOLUTION = '''def project(I, W_q, W_k, W_v):
-    """Q = W^q I, K = W^k I, V = W^v I. I: (d_in, n) -> ((d_k, n), (d_k, n), (d_v, n))."""
-    ### BEGIN SOLUTION
-    Q = W_q @ I  # (d_k, n): column i is q^i
-    K = W_k @ I  # (d_k, n): column i is k^i
-    V = W_v @ I  # (d_v, n): column i is v^i
-    return Q, K, V
-    ### END SOLUTION
-'''
 
 PROJECT_MISTAKES = (
     Mistake("row_layout", "the result is in the row layout (I^T W^T, one vector per row); this task uses the "
@@ -99,14 +86,18 @@ def _cases_attention_matrix(rng):
     return cases
 
 
-ATTENTION_MATRIX_SOLUTION = '''def attention_matrix(Q, K):
-    """A' = softmax of each column of K^T Q / sqrt(d_k). Q, K: (d_k, n) -> (n, n), columns sum to 1."""
-    ### BEGIN SOLUTION
-    A = K.T @ Q / np.sqrt(K.shape[0])  # (n, n): A[j, i] = k^j . q^i / sqrt(d_k)
-    e = np.exp(A - A.max(axis=0, keepdims=True))  # stable: subtract each column's max
-    return e / e.sum(axis=0, keepdims=True)  # each column (one query) sums to 1
-    ### END SOLUTION
-'''
+def _column_slips(build, d_k: str) -> dict[str, Mistake]:
+    """The slips that tasks 2 and 3 share, by name: missing_scale, scaled_by_d and shifted_by_min.
+
+    ``build(A)`` is the task's answer cell computing the scores A; ``d_k`` is how that cell spells d_k.
+    """
+    slips = (Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
+                     build("K.T @ Q")),
+             Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
+                     build(f"K.T @ Q / {d_k}")),
+             Mistake("shifted_by_min", _stability.shifted_by_min("each column's"),
+                     edited(build(f"K.T @ Q / np.sqrt({d_k})"), ("A.max(", "A.min("))))
+    return {m.name: m for m in slips}
 
 
 def _col_softmax_mistake(expr: str, axis: int = 0) -> str:
@@ -117,14 +108,13 @@ def _col_softmax_mistake(expr: str, axis: int = 0) -> str:
 '''
 
 
+_MATRIX_SLIPS = _column_slips(_col_softmax_mistake, "K.shape[0]")
 ATTENTION_MATRIX_MISTAKES = (
     Mistake("softmax_wrong_axis", "the softmax ran along each row; in the column layout each column of A "
             "(one query's scores) is normalised, so the columns of A' sum to 1",
             _col_softmax_mistake("K.T @ Q / np.sqrt(K.shape[0])", axis=1)),
-    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
-            _col_softmax_mistake("K.T @ Q")),
-    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
-            _col_softmax_mistake("K.T @ Q / K.shape[0]")),
+    _MATRIX_SLIPS["missing_scale"],
+    _MATRIX_SLIPS["scaled_by_d"],
     Mistake("qt_k", "A was computed as Q^T K; the lecture's A = K^T Q puts query i's scores in column i",
             _col_softmax_mistake("Q.T @ K / np.sqrt(K.shape[0])")),
     Mistake("not_stabilised", _stability.not_stabilised("each column's"),
@@ -132,8 +122,7 @@ ATTENTION_MATRIX_MISTAKES = (
     e = np.exp(K.T @ Q / np.sqrt(K.shape[0]))
     return e / e.sum(axis=0, keepdims=True)
 '''),
-    Mistake("shifted_by_min", _stability.shifted_by_min("each column's"),
-            _col_softmax_mistake("K.T @ Q / np.sqrt(K.shape[0])").replace("A.max(", "A.min(")),
+    _MATRIX_SLIPS["shifted_by_min"],
 )
 
 
@@ -146,24 +135,11 @@ def _ref_columns(I, W_q, W_k, W_v):
 def _cases_columns(rng):
     cases = []
     for d_in, d_k, d_v, n in [(3, 3, 3, 4), (4, 2, 5, 6), (2, 3, 2, 1), (5, 8, 3, 7)]:
-        cases.append((rng.standard_normal((d_in, n)), *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal((d_in, n)), *qkv_weights(rng, d_in, d_k, d_v)))
     for n, wide in [(5, False), (6, True)]:  # scores near +1000 in each column; then near +1000 and -1000
         x, W_q, W_k, W_v = _stability.projections(rng, n, 4, 4, 3, wide=wide)
         cases.append((x.T, W_q, W_k, W_v))
     return cases
-
-
-COLUMNS_SOLUTION = '''def self_attention_columns(I, W_q, W_k, W_v):
-    """O = V A', A' = column softmax of K^T Q / sqrt(d_k). I: (d_in, n) -> (O (d_v, n), A' (n, n))."""
-    ### BEGIN SOLUTION
-    Q, K, V = W_q @ I, W_k @ I, W_v @ I  # (d_k, n), (d_k, n), (d_v, n)
-    A = K.T @ Q / np.sqrt(W_q.shape[0])  # (n, n)
-    e = np.exp(A - A.max(axis=0, keepdims=True))
-    A_prime = e / e.sum(axis=0, keepdims=True)  # (n, n), columns sum to 1
-    O = V @ A_prime  # (d_v, n) x (n, n) -> (d_v, n)
-    return O, A_prime
-    ### END SOLUTION
-'''
 
 
 def _columns_mistake(scores: str, axis: int = 0, out: str = "V @ A_prime") -> str:
@@ -176,24 +152,22 @@ def _columns_mistake(scores: str, axis: int = 0, out: str = "V @ A_prime") -> st
 '''
 
 
+_COLUMNS_SLIPS = _column_slips(_columns_mistake, "W_q.shape[0]")
 COLUMNS_MISTAKES = (
     Mistake("qt_k", "A was computed as Q^T K (the same as swapping W^q and W^k); the lecture's A = K^T Q "
             "puts query i's scores in column i",
             _columns_mistake("Q.T @ K / np.sqrt(W_q.shape[0])")),
     Mistake("softmax_wrong_axis", "the softmax ran along each row of A; each column (one query) must sum to 1",
             _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", axis=1)),
-    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
-            _columns_mistake("K.T @ Q")),
-    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
-            _columns_mistake("K.T @ Q / W_q.shape[0]")),
+    _COLUMNS_SLIPS["missing_scale"],
+    _COLUMNS_SLIPS["scaled_by_d"],
     Mistake("a_prime_transposed", "the output used A' transposed (O = V A'^T); column i of O = V A' is "
             "b^i = sum_j alpha'_{i,j} v^j",
             _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", out="V @ A_prime.T")),
     Mistake("not_stabilised", _stability.not_stabilised("each column's"),
-            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])").replace(
-                "np.exp(A - A.max(axis=0, keepdims=True))", "np.exp(A)")),
-    Mistake("shifted_by_min", _stability.shifted_by_min("each column's"),
-            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])").replace("A.max(", "A.min(")),
+            edited(_columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])"),
+                   ("np.exp(A - A.max(axis=0, keepdims=True))", "np.exp(A)"))),
+    _COLUMNS_SLIPS["shifted_by_min"],
 )
 
 
@@ -208,26 +182,12 @@ def _cases_rows(rng):
     # First case square (d_in = d_k = d_v) and unbatched, so that every mistake runs and is named.
     for batch, n, d_in, d_k, d_v in [((), 4, 3, 3, 3), ((2,), 5, 4, 2, 3), ((2, 3), 3, 2, 4, 5), ((), 1, 3, 2, 2),
                                      ((3,), 6, 5, 8, 4)]:
-        cases.append((rng.standard_normal((*batch, n, d_in)), *_weights(rng, d_in, d_k, d_v)))
+        cases.append((rng.standard_normal((*batch, n, d_in)), *qkv_weights(rng, d_in, d_k, d_v)))
     # scores near +1000 in each row (a batch of two sequences); then near +1000 and -1000
     x, W_q, W_k, W_v = _stability.projections(rng, 2 * 4, 3, 4, 2, wide=False)
     cases.append((x.reshape(2, 4, 3), W_q, W_k, W_v))
     cases.append(_stability.projections(rng, 6, 3, 4, 2, wide=True))
     return cases
-
-
-ROWS_SOLUTION = '''def self_attention_rows(X, W_q, W_k, W_v):
-    """softmax(Q K^T / sqrt(d_k)) V with Q = X W_q^T. X: (..., n, d_in) -> (out (..., n, d_v), weights (..., n, n))."""
-    ### BEGIN SOLUTION
-    Q = X @ W_q.T  # (..., n, d_k)
-    K = X @ W_k.T  # (..., n, d_k)
-    V = X @ W_v.T  # (..., n, d_v)
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(W_q.shape[0])  # (..., n, n)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights = e / e.sum(axis=-1, keepdims=True)  # each row (one query) sums to 1
-    return weights @ V, weights  # (..., n, d_v), (..., n, n)
-    ### END SOLUTION
-'''
 
 
 def _rows_mistake(q="X @ W_q.T", k="X @ W_k.T", v="X @ W_v.T", scale="/ np.sqrt(W_q.shape[0])", axis=-1):
@@ -258,20 +218,9 @@ ROWS_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "project", _ref_project, _cases_project, PROJECT_MISTAKES, setup=SETUP,
-         description="Q = W^q I, K = W^k I, V = W^v I in the column layout"),
+    Task(ASSIGNMENT, "project", _ref_project, _cases_project, PROJECT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "attention_matrix", _ref_attention_matrix, _cases_attention_matrix,
-         ATTENTION_MATRIX_MISTAKES, setup=SETUP, description="A' = column softmax of K^T Q / sqrt(d_k)"),
-    Task(ASSIGNMENT, "self_attention_columns", _ref_columns, _cases_columns, COLUMNS_MISTAKES, setup=SETUP,
-         description="(O, A') of the whole layer in the column layout"),
-    Task(ASSIGNMENT, "self_attention_rows", _ref_rows, _cases_rows, ROWS_MISTAKES, setup=SETUP,
-         description="(out, weights) in the row layout, with batch dimensions"),
+         ATTENTION_MATRIX_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "self_attention_columns", _ref_columns, _cases_columns, COLUMNS_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "self_attention_rows", _ref_rows, _cases_rows, ROWS_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "project": PROJECT_SOLUTION,
-    "attention_matrix": ATTENTION_MATRIX_SOLUTION,
-    "self_attention_columns": COLUMNS_SOLUTION,
-    "self_attention_rows": ROWS_SOLUTION,
-}

@@ -42,15 +42,6 @@ def _cases_split(rng):
     ]
 
 
-SPLIT_SOLUTION = '''def split_heads(X, h):
-    """Cut the columns of X into h heads. X: (n, d) -> (h, n, d // h)."""
-    ### BEGIN SOLUTION
-    n, d = X.shape
-    d_h = d // h
-    return X.reshape(n, h, d_h).transpose(1, 0, 2)  # (n, h, d_h) -> (h, n, d_h)
-    ### END SOLUTION
-'''
-
 SPLIT_MISTAKES = (
     Mistake("reshape_without_transpose", "X was reshaped straight to (h, n, d_h): that cuts the *rows* "
             "(tokens) into groups, so a head mixes the features of several tokens; reshape to (n, h, d_h) "
@@ -94,14 +85,6 @@ def _cases_merge(rng):
         (rng.standard_normal((6, 2, 1)),),   # d_h = 1
     ]
 
-
-MERGE_SOLUTION = '''def merge_heads(H):
-    """Glue the heads side by side. H: (h, n, d_h) -> (n, h * d_h), head 0's columns first."""
-    ### BEGIN SOLUTION
-    h, n, d_h = H.shape
-    return H.transpose(1, 0, 2).reshape(n, h * d_h)  # (n, h, d_h) -> (n, h * d_h)
-    ### END SOLUTION
-'''
 
 MERGE_MISTAKES = (
     Mistake("reshape_without_transpose", "H was reshaped straight to (n, h*d_h): row i then holds pieces of "
@@ -159,23 +142,6 @@ def _large_mha_args(rng, n, d, h, wide):
     X, W_q, W_k, W_v = _stability.projections(rng, n, d, d, d, wide=wide, heads=h)
     return X, W_q, W_k, W_v, _stability.small(rng, (d, d)), h
 
-
-MHA_SOLUTION = '''def multi_head_attention(X, W_q, W_k, W_v, W_o, h):
-    """Multi-head self-attention. X: (n, d); W_*: (d, d) -> (out (n, d), weights (h, n, n))."""
-    ### BEGIN SOLUTION
-    n, d = X.shape
-    d_h = d // h
-    Q = split_heads(X @ W_q.T, h)  # (h, n, d_h)
-    K = split_heads(X @ W_k.T, h)  # (h, n, d_h)
-    V = split_heads(X @ W_v.T, h)  # (h, n, d_h)
-    scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_h)  # (h, n, n)
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    weights = np.exp(scores)
-    weights = weights / weights.sum(axis=-1, keepdims=True)  # softmax over the keys
-    heads = weights @ V  # (h, n, d_h): row i of head h is b^{i,h}
-    return merge_heads(heads) @ W_o.T, weights  # (n, d), (h, n, n)
-    ### END SOLUTION
-'''
 
 #: Helpers every wrong answer of task 3 uses (the student's notebook has its own split/merge).
 _HELPERS = '''def _split(X, h):
@@ -270,17 +236,7 @@ MHA_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "split_heads", _ref_split, _cases_split, SPLIT_MISTAKES, setup=SETUP,
-         description="(n, d) -> (h, n, d_h): head h takes columns h*d_h:(h+1)*d_h"),
-    Task(ASSIGNMENT, "merge_heads", _ref_merge, _cases_merge, MERGE_MISTAKES, setup=SETUP,
-         description="(h, n, d_h) -> (n, h*d_h): the heads side by side"),
-    Task(ASSIGNMENT, "multi_head_attention", _ref_mha, _cases_mha, MHA_MISTAKES, setup=SETUP,
-         description="the whole layer: per-head attention scaled by 1/sqrt(d_h), concatenation, W_o"),
+    Task(ASSIGNMENT, "split_heads", _ref_split, _cases_split, SPLIT_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "merge_heads", _ref_merge, _cases_merge, MERGE_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "multi_head_attention", _ref_mha, _cases_mha, MHA_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "split_heads": SPLIT_SOLUTION,
-    "merge_heads": MERGE_SOLUTION,
-    "multi_head_attention": MHA_SOLUTION,
-}

@@ -33,20 +33,6 @@ def _cases_table(rng):
     return cases
 
 
-TABLE_SOLUTION = '''def sinusoidal_table(n, d):
-    """The sinusoidal positional encoding, one row per position. -> (n, d)."""
-    ### BEGIN SOLUTION
-    pos = np.arange(n)[:, None]  # (n, 1): positions 0 .. n-1
-    two_i = np.arange(0, d, 2)[None, :]  # (1, d/2): 2i = 0, 2, 4, ...
-    angles = pos / 10000 ** (two_i / d)  # (n, d/2)
-    PE = np.zeros((n, d))
-    PE[:, 0::2] = np.sin(angles)  # even dimensions
-    PE[:, 1::2] = np.cos(angles)  # odd dimensions
-    return PE
-    ### END SOLUTION
-'''
-
-
 def _table_mistake(angles: str, fill: str = "    PE[:, 0::2] = np.sin(angles)\n    PE[:, 1::2] = np.cos(angles)\n",
                    pos: str = "np.arange(n)[:, None]") -> str:
     return ("def sinusoidal_table(n, d):\n"
@@ -126,14 +112,6 @@ def _cases_add(rng):
     ]
 
 
-ADD_SOLUTION = '''def add_positions(X):
-    """a^i + e^i for every position. X: (..., n, d) -> (..., n, d)."""
-    ### BEGIN SOLUTION
-    n, d = X.shape[-2], X.shape[-1]
-    return X + sinusoidal_table(n, d)  # (n, d) broadcasts over the batch axes
-    ### END SOLUTION
-'''
-
 _TABLE = '''def _table(n, d, first=0):
     pos = np.arange(first, first + n)[:, None]
     angles = pos / 10000 ** (np.arange(0, d, 2)[None, :] / d)
@@ -177,19 +155,6 @@ def _cases_shift(rng):
     return [(3, 8), (1, 2), (0, 4), (17, 16), (-2, 6), (int(rng.integers(1, 50)), 2 * int(rng.integers(1, 16)))]
 
 
-SHIFT_SOLUTION = '''def relative_shift_matrix(k, d):
-    """M_k with PE[pos + k] = M_k @ PE[pos] for every pos. -> (d, d)."""
-    ### BEGIN SOLUTION
-    M = np.zeros((d, d))
-    for i in range(d // 2):
-        w = 1 / 10000 ** (2 * i / d)  # the frequency of pair i
-        c, s = np.cos(k * w), np.sin(k * w)
-        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[c, s], [-s, c]]
-    return M
-    ### END SOLUTION
-'''
-
-
 def _shift_mistake(freq: str, block: str) -> str:
     return ("def relative_shift_matrix(k, d):\n"
             "    M = np.zeros((d, d))\n"
@@ -215,17 +180,7 @@ SHIFT_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "sinusoidal_table", _ref_table, _cases_table, TABLE_MISTAKES, setup=SETUP,
-         description="PE (n, d): sin on even, cos on odd dimensions, positions from 0"),
-    Task(ASSIGNMENT, "add_positions", _ref_add, _cases_add, ADD_MISTAKES, setup=SETUP,
-         description="X + PE[:n], broadcast over batch axes"),
-    Task(ASSIGNMENT, "relative_shift_matrix", _ref_shift, _cases_shift, SHIFT_MISTAKES, setup=SETUP,
-         description="M_k (d, d) with PE[pos + k] = M_k PE[pos]"),
+    Task(ASSIGNMENT, "sinusoidal_table", _ref_table, _cases_table, TABLE_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "add_positions", _ref_add, _cases_add, ADD_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "relative_shift_matrix", _ref_shift, _cases_shift, SHIFT_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "sinusoidal_table": TABLE_SOLUTION,
-    "add_positions": ADD_SOLUTION,
-    "relative_shift_matrix": SHIFT_SOLUTION,
-}

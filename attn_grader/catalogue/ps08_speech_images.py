@@ -44,14 +44,6 @@ def _cases_band_mask(rng):
     return [(6, 2), (1, 0), (5, 0), (4, 7), (int(rng.integers(8, 15)), int(rng.integers(1, 4))), (9, 1)]
 
 
-BAND_SOLUTION = '''def band_mask(n, w):
-    """True where |i - j| <= w. n, w: int -> (n, n) boolean."""
-    ### BEGIN SOLUTION
-    idx = np.arange(n)
-    return np.abs(idx[:, None] - idx[None, :]) <= w  # (n, n)
-    ### END SOLUTION
-'''
-
 BAND_MISTAKES = (
     Mistake("band_off_by_one", "the band used |i - j| < w, one too narrow on each side: a query sees "
             "the keys with |i - j| <= w (w = 0 still lets each position see itself)",
@@ -97,22 +89,6 @@ def _cases_truncated(rng):
         Q, K = _stability.query_keys(rng, n, n, 4, wide=wide)
         cases.append((Q, K, _stability.small(rng, (n, 3)), w))
     return cases
-
-
-TRUNCATED_SOLUTION = '''def truncated_attention(Q, K, V, w):
-    """Self-attention where query i sees only keys j with |i - j| <= w. Q, K: (n, d_k), V: (n, d_v) -> (n, d_v)."""
-    ### BEGIN SOLUTION
-    n, d_k = Q.shape
-    scores = Q @ K.T / np.sqrt(d_k)  # (n, n)
-    idx = np.arange(n)
-    allowed = np.abs(idx[:, None] - idx[None, :]) <= w  # (n, n)
-    scores = np.where(allowed, scores, -np.inf)
-    scores = scores - scores.max(axis=1, keepdims=True)  # every row has its diagonal: max is finite
-    e = np.exp(scores)
-    weights = e / e.sum(axis=1, keepdims=True)  # (n, n), rows sum to 1
-    return weights @ V  # (n, d_v)
-    ### END SOLUTION
-'''
 
 
 def _trunc_mistake(body: str) -> str:
@@ -184,14 +160,6 @@ def _cases_images(rng):
             (rng.random((5, 10, 3)),), (rng.random((2, 4, 4)),)]
 
 
-VECTORS_SOLUTION = '''def image_to_vectors(img):
-    """One row per pixel, row by row, channels last. img: (H, W, C) -> (H*W, C)."""
-    ### BEGIN SOLUTION
-    H, W, C = img.shape
-    return img.reshape(H * W, C)
-    ### END SOLUTION
-'''
-
 VECTORS_MISTAKES = (
     Mistake("channels_not_last", "the array was reshaped channel-major (as if it were (C, H, W)): each "
             "row must hold the C values of one pixel, img[r, c, :]",
@@ -225,16 +193,6 @@ def _cases_patchify(rng):
             (rng.random((3, 3, 3)), 1), (rng.random((4, 4, 1)), 4), (rng.random((6, 4, 3)), 2)]
 
 
-PATCHIFY_SOLUTION = '''def patchify(img, p):
-    """p x p patches, row by row, each flattened (p1, p2, c). img: (H, W, C) -> (H/p * W/p, p*p*C)."""
-    ### BEGIN SOLUTION
-    H, W, C = img.shape
-    x = img.reshape(H // p, p, W // p, p, C)  # (h, p1, w, p2, C)
-    x = x.transpose(0, 2, 1, 3, 4)  # (h, w, p1, p2, C)
-    return x.reshape((H // p) * (W // p), p * p * C)
-    ### END SOLUTION
-'''
-
 PATCHIFY_MISTAKES = (
     Mistake("patches_column_major", "the patches were numbered column by column; patch (a, b) must be "
             "number a * (W/p) + b (row by row)",
@@ -266,20 +224,8 @@ PATCHIFY_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "band_mask", _ref_band_mask, _cases_band_mask, BAND_MISTAKES, setup=SETUP,
-         description="the band mask |i - j| <= w"),
-    Task(ASSIGNMENT, "truncated_attention", _ref_truncated, _cases_truncated, TRUNCATED_MISTAKES, setup=SETUP,
-         description="self-attention restricted to the band"),
-    Task(ASSIGNMENT, "image_to_vectors", _ref_image_to_vectors, _cases_images, VECTORS_MISTAKES, setup=SETUP,
-         description="an (H, W, C) image as H*W pixel vectors"),
-    Task(ASSIGNMENT, "patchify", _ref_patchify, _cases_patchify, PATCHIFY_MISTAKES, setup=SETUP,
-         description="p x p patches as vectors"),
+    Task(ASSIGNMENT, "band_mask", _ref_band_mask, _cases_band_mask, BAND_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "truncated_attention", _ref_truncated, _cases_truncated, TRUNCATED_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "image_to_vectors", _ref_image_to_vectors, _cases_images, VECTORS_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "patchify", _ref_patchify, _cases_patchify, PATCHIFY_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "band_mask": BAND_SOLUTION,
-    "truncated_attention": TRUNCATED_SOLUTION,
-    "image_to_vectors": VECTORS_SOLUTION,
-    "patchify": PATCHIFY_SOLUTION,
-}

@@ -21,6 +21,7 @@ from attn_ref.conv import (
 )
 
 from ..core import Mistake, Task
+from ._shared import edited
 
 ASSIGNMENT = "ps09_cnn"
 SETUP = "import numpy as np"
@@ -40,21 +41,6 @@ def _images_and_kernels(rng):
     shapes = [((5, 6), 3), ((7, 7), 5), ((1, 1), 3), ((4, 3), 1), ((3, 8), 3), ((2, 2), 5), ((6, 4), 3)]
     return [(rng.standard_normal(hw), rng.standard_normal((K, K))) for hw, K in shapes]
 
-
-CONV_SOLUTION = '''def conv2d_single(x, kernel):
-    """'same' cross-correlation with zero padding. x: (H, W), kernel: (K, K), K odd -> (H, W)."""
-    ### BEGIN SOLUTION
-    H, W = x.shape
-    K = kernel.shape[0]
-    p = K // 2
-    x_pad = np.pad(x, p)  # (H + 2p, W + 2p), zeros around
-    out = np.zeros((H, W))
-    for r in range(H):
-        for c in range(W):
-            out[r, c] = np.sum(kernel * x_pad[r:r + K, c:c + K])
-    return out
-    ### END SOLUTION
-'''
 
 CONV_MISTAKES = (
     Mistake("kernel_flipped", "the kernel was flipped (a true mathematical convolution); torch.nn.Conv2d, and "
@@ -103,14 +89,6 @@ def _cases_offsets(rng):
     return [(3,), (1,), (5,), (7,)]
 
 
-OFFSETS_SOLUTION = '''def relative_offsets(K):
-    """The K*K centres Delta_h = (i - K//2, j - K//2), h = i*K + j. K odd -> (K*K, 2) int."""
-    ### BEGIN SOLUTION
-    c = K // 2
-    return np.array([(i - c, j - c) for i in range(K) for j in range(K)])  # (K*K, 2)
-    ### END SOLUTION
-'''
-
 OFFSETS_MISTAKES = (
     Mistake("offsets_transposed", "the heads were listed column by column (j outer, i inner), or with the two "
             "coordinates swapped; head h = i*K + j has the offset (row i - K//2, column j - K//2)",
@@ -141,17 +119,6 @@ def _ref_scores(H, W, delta, alpha):
 def _cases_scores(rng):
     return [(3, 4, np.array([1, -1]), 1.0), (1, 1, np.array([0, 0]), 2.0), (4, 4, np.array([-2, 1]), 0.5),
             (2, 5, np.array([0, 1]), 3.0), (5, 3, rng.integers(-2, 3, size=2), float(rng.uniform(0.5, 4)))]
-
-
-SCORES_SOLUTION = '''def relative_scores(H, W, delta, alpha):
-    """Scores -alpha (||k - q||^2 - 2 <k - q, delta>) of one head. delta: (2,) -> (H*W, H*W), [q, k]."""
-    ### BEGIN SOLUTION
-    rows, cols = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
-    pos = np.stack([rows.ravel(), cols.ravel()], axis=1)  # (H*W, 2), pixel p = r * W + c
-    d = pos[None, :, :] - pos[:, None, :]  # (H*W, H*W, 2): d[q, k] = k - q
-    return -alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)  # (H*W, H*W)
-    ### END SOLUTION
-'''
 
 
 def _scores_mistake(body: str) -> str:
@@ -196,31 +163,8 @@ def _ref_attention_as_conv(x, kernel):
     return relative_attention_conv(x[:, :, None], params, alpha=np.inf)[:, :, 0]  # (H, W)
 
 
-ATTENTION_CONV_SOLUTION = '''def attention_as_conv(x, kernel):
-    """K*K one-hot attention heads over the zero-padded image. x: (H, W), kernel: (K, K) -> (H, W)."""
-    ### BEGIN SOLUTION
-    H, W = x.shape
-    K = kernel.shape[0]
-    p = K // 2
-    x_pad = np.pad(x, p)  # (H + 2p, W + 2p): the keys, zeros outside the image
-    values = x_pad.ravel()  # (N_k,)
-    rows, cols = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
-    out = np.zeros(H * W)
-    for i in range(K):
-        for j in range(K):
-            di, dj = i - p, j - p  # the head's centre of attention
-            A = np.zeros((H * W, values.size))  # (N_q, N_k), one-hot rows
-            key = (rows.ravel() + di + p) * (W + 2 * p) + (cols.ravel() + dj + p)
-            A[np.arange(H * W), key] = 1.0
-            out += kernel[i, j] * (A @ values)  # head output times W_out^(h)
-    return out.reshape(H, W)
-    ### END SOLUTION
-'''
-
-ATTENTION_CONV_MISTAKES = (
-    Mistake("kernel_flipped", "head Delta was paired with kernel[-Delta] (a flipped kernel, a true convolution); "
-            "the head at offset (i - K//2, j - K//2) gets kernel[i, j]",
-            '''def attention_as_conv(x, kernel):
+#: One-hot heads done right: head (i, j) reads the zero-padded image shifted by (i - K//2, j - K//2).
+_SHIFTED_HEADS = '''def attention_as_conv(x, kernel):
     H, W = x.shape
     K = kernel.shape[0]
     p = K // 2
@@ -228,9 +172,14 @@ ATTENTION_CONV_MISTAKES = (
     out = np.zeros((H, W))
     for i in range(K):
         for j in range(K):
-            out += kernel[K - 1 - i, K - 1 - j] * x_pad[i:i + H, j:j + W]
+            out += kernel[i, j] * x_pad[i:i + H, j:j + W]
     return out
-'''),
+'''
+
+ATTENTION_CONV_MISTAKES = (
+    Mistake("kernel_flipped", "head Delta was paired with kernel[-Delta] (a flipped kernel, a true convolution); "
+            "the head at offset (i - K//2, j - K//2) gets kernel[i, j]",
+            edited(_SHIFTED_HEADS, ("kernel[i, j]", "kernel[K - 1 - i, K - 1 - j]"))),
     Mistake("keys_inside_image_only", "the keys were only the pixels inside the image, so a head whose offset "
             "leaves the image attends to the nearest pixel inside (replicate padding); the keys must include "
             "the zero padding, as Conv2d reads zeros there",
@@ -249,17 +198,7 @@ ATTENTION_CONV_MISTAKES = (
 '''),
     Mistake("offsets_transposed", "the heads' offsets were transposed: the head for kernel[i, j] must look "
             "i - K//2 rows down and j - K//2 columns right",
-            '''def attention_as_conv(x, kernel):
-    H, W = x.shape
-    K = kernel.shape[0]
-    p = K // 2
-    x_pad = np.pad(x, p)
-    out = np.zeros((H, W))
-    for i in range(K):
-        for j in range(K):
-            out += kernel[i, j] * x_pad[j:j + H, i:i + W]
-    return out
-'''),
+            edited(_SHIFTED_HEADS, ("x_pad[i:i + H, j:j + W]", "x_pad[j:j + H, i:i + W]"))),
     Mistake("soft_attention", "the heads used a softmax of the scores with alpha = 1, which spreads weight over "
             "the neighbours; the convolution is the hard limit alpha -> infinity, a one-hot on q + Delta",
             '''def attention_as_conv(x, kernel):
@@ -284,20 +223,9 @@ ATTENTION_CONV_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "conv2d_single", _ref_conv2d_single, _images_and_kernels, CONV_MISTAKES, setup=SETUP,
-         description="the 'same' convolution (cross-correlation)"),
-    Task(ASSIGNMENT, "relative_offsets", _ref_offsets, _cases_offsets, OFFSETS_MISTAKES, setup=SETUP,
-         description="the K*K heads' centres of attention"),
-    Task(ASSIGNMENT, "relative_scores", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP,
-         description="the quadratic relative attention scores"),
+    Task(ASSIGNMENT, "conv2d_single", _ref_conv2d_single, _images_and_kernels, CONV_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "relative_offsets", _ref_offsets, _cases_offsets, OFFSETS_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "relative_scores", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "attention_as_conv", _ref_attention_as_conv, _images_and_kernels, ATTENTION_CONV_MISTAKES,
-         setup=SETUP, description="one-hot attention heads that compute the convolution"),
+         setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "conv2d_single": CONV_SOLUTION,
-    "relative_offsets": OFFSETS_SOLUTION,
-    "relative_scores": SCORES_SOLUTION,
-    "attention_as_conv": ATTENTION_CONV_SOLUTION,
-}

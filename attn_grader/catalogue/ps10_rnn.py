@@ -20,6 +20,7 @@ from attn_ref.recurrent import rnn_forward as _rnn_forward
 
 from ..core import Mistake, Task
 from . import _stability
+from ._shared import qkv_weights
 
 ASSIGNMENT = "ps10_rnn"
 SETUP = "import numpy as np"
@@ -40,21 +41,6 @@ def _cases_rnn(rng):
         cases.append((rng.standard_normal((n, d_in)), 0.8 * rng.standard_normal((d_h, d_in)),
                       0.8 * rng.standard_normal((d_h, d_h)), 0.5 * rng.standard_normal(d_h)))
     return cases
-
-
-RNN_SOLUTION = '''def rnn_forward(x, W_xh, W_hh, b):
-    """h_t = tanh(W_xh x_t + W_hh h_{t-1} + b), h_0 = 0. x: (n, d_in) -> (n, d_h), row t = h_t."""
-    ### BEGIN SOLUTION
-    n = x.shape[0]
-    d_h = W_xh.shape[0]
-    h = np.zeros(d_h)
-    H = np.zeros((n, d_h))
-    for t in range(n):  # n sequential steps
-        h = np.tanh(W_xh @ x[t] + W_hh @ h + b)  # (d_h,)
-        H[t] = h
-    return H
-    ### END SOLUTION
-'''
 
 
 def _rnn_mistake(step: str, store: str = "    H[t] = h\n") -> str:
@@ -98,8 +84,7 @@ def _ref_attention(x, W_q, W_k, W_v):
 def _cases_attention(rng):
     cases = []
     for n, d_in, d_k, d_v in [(5, 4, 3, 2), (1, 3, 2, 2), (8, 2, 4, 5), (6, 6, 6, 6)]:
-        cases.append((rng.standard_normal((n, d_in)), rng.standard_normal((d_k, d_in)),
-                      rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in))))
+        cases.append((rng.standard_normal((n, d_in)), *qkv_weights(rng, d_in, d_k, d_v)))
     # large scores: exp overflows unless the row maximum is subtracted
     cases.append((30 * rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal((3, 3)),
                   rng.standard_normal((2, 3))))
@@ -107,18 +92,6 @@ def _cases_attention(rng):
     cases.append(_stability.projections(rng, 5, 3, 4, 2, wide=False))
     cases.append(_stability.projections(rng, 6, 3, 4, 3, wide=True))
     return cases
-
-
-ATTENTION_SOLUTION = '''def attention_all(x, W_q, W_k, W_v):
-    """softmax(Q K^T / sqrt(d_k)) V for all positions at once. x: (n, d_in) -> (n, d_v)."""
-    ### BEGIN SOLUTION
-    Q, K, V = x @ W_q.T, x @ W_k.T, x @ W_v.T  # (n, d_k), (n, d_k), (n, d_v)
-    scores = Q @ K.T / np.sqrt(Q.shape[1])  # (n, n): row i = query i
-    e = np.exp(scores - scores.max(axis=1, keepdims=True))
-    weights = e / e.sum(axis=1, keepdims=True)  # each row sums to 1
-    return weights @ V  # (n, d_v)
-    ### END SOLUTION
-'''
 
 
 def _attention_mistake(body: str) -> str:
@@ -177,21 +150,6 @@ def _cases_path(rng):
             (int(rng.integers(20, 200)), 5), (27, 3), (28, 3)]
 
 
-PATH_SOLUTION = '''def path_lengths(n, k=3):
-    """Path lengths x_1 -> y_n of [attention, recurrent, conv, dilated_conv]. n >= 1, k >= 2 -> (4,) int."""
-    ### BEGIN SOLUTION
-    attention = 1
-    recurrent = n
-    conv = max(1, -(-(n - 1) // (k - 1)))  # ceil((n - 1) / (k - 1))
-    L = 0
-    while k**L < n:  # ceil(log_k n) in integers
-        L += 1
-    dilated = max(1, L)
-    return np.array([attention, recurrent, conv, dilated])
-    ### END SOLUTION
-'''
-
-
 def _path_mistake(recurrent="n", conv="max(1, -(-(n - 1) // (k - 1)))", dilated="max(1, L)") -> str:
     return f'''def path_lengths(n, k=3):
     L = 0
@@ -221,17 +179,7 @@ PATH_MISTAKES = (
 
 
 TASKS = [
-    Task(ASSIGNMENT, "rnn_forward", _ref_rnn, _cases_rnn, RNN_MISTAKES, setup=SETUP,
-         description="the vanilla RNN, one step at a time"),
-    Task(ASSIGNMENT, "attention_all", _ref_attention, _cases_attention, ATTENTION_MISTAKES, setup=SETUP,
-         description="self-attention over all positions at once"),
-    Task(ASSIGNMENT, "path_lengths", _ref_path_lengths, _cases_path, PATH_MISTAKES, setup=SETUP,
-         description="the maximum path length of Vaswani et al., Table 1"),
+    Task(ASSIGNMENT, "rnn_forward", _ref_rnn, _cases_rnn, RNN_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "attention_all", _ref_attention, _cases_attention, ATTENTION_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "path_lengths", _ref_path_lengths, _cases_path, PATH_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "rnn_forward": RNN_SOLUTION,
-    "attention_all": ATTENTION_SOLUTION,
-    "path_lengths": PATH_SOLUTION,
-}

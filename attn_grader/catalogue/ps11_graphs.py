@@ -61,18 +61,6 @@ def _cases_mask(rng):
     ]
 
 
-MASK_SOLUTION = '''def adjacency_mask(edge_index, n, self_loops=True):
-    """mask[i, j] True when node i may attend to node j. edge_index: (2, E) (source, target) -> (n, n) bool."""
-    ### BEGIN SOLUTION
-    mask = np.zeros((n, n), dtype=bool)
-    source, target = edge_index
-    mask[target, source] = True  # edge j -> i: the target i attends to the source j
-    if self_loops:
-        mask[np.arange(n), np.arange(n)] = True
-    return mask
-    ### END SOLUTION
-'''
-
 MASK_MISTAKES = (
     Mistake("direction_reversed", "the edges were entered as mask[source, target]; an edge j -> i sends j's "
             "message to i, so the receiving node i (the row) attends to j: mask[target, source]",
@@ -146,18 +134,6 @@ def _wide_masked_scores(rng, n):
     mask[:, [np.argmax(scores[0]), np.argmin(scores[0])]] = True
     return scores, mask
 
-
-SOFTMAX_SOLUTION = '''def masked_softmax(scores, mask):
-    """Softmax of each row over the allowed entries, 0 elsewhere. scores: (n, n), mask: (n, n) bool -> (n, n)."""
-    ### BEGIN SOLUTION
-    s = np.where(mask, scores, -np.inf)
-    row_max = s.max(axis=1, keepdims=True)
-    row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # a row with no neighbour: avoid -inf - -inf
-    e = np.exp(s - row_max)  # exp(-inf) = 0 outside the mask
-    total = e.sum(axis=1, keepdims=True)
-    return e / np.where(total == 0, 1.0, total)
-    ### END SOLUTION
-'''
 
 SOFTMAX_MISTAKES = (
     Mistake("mask_ignored", "the softmax ran over all nodes; only the allowed neighbours (mask True) may "
@@ -256,23 +232,6 @@ def _large_gat_args(rng, n, d_in, d_out, wide):
     return X, mask, W, a_src, a_dst
 
 
-GAT_SOLUTION = '''def graph_attention(X, A, W, a_src, a_dst):
-    """One single-head GAT layer. X: (n, d_in), A: (n, n) bool, W: (d_out, d_in), a_src, a_dst: (d_out,)
-    -> (out (n, d_out), alpha (n, n))."""
-    ### BEGIN SOLUTION
-    H = X @ W.T  # (n, d_out): W x_i for every node
-    e = (H @ a_dst)[:, None] + (H @ a_src)[None, :]  # (n, n): e[i, j] = a_dst . W x_i + a_src . W x_j
-    e = np.where(e > 0, e, 0.2 * e)  # LeakyReLU, slope 0.2
-    e = np.where(A, e, -np.inf)  # only the neighbours j of i take part in the softmax
-    row_max = e.max(axis=1, keepdims=True)
-    p = np.exp(e - np.where(np.isneginf(row_max), 0.0, row_max))
-    total = p.sum(axis=1, keepdims=True)
-    alpha = p / np.where(total == 0, 1.0, total)  # (n, n); a node with no neighbour gets zeros
-    return alpha @ H, alpha  # (n, d_out), (n, n)
-    ### END SOLUTION
-'''
-
-
 def _gat_mistake(score: str, act: str, softmax_body: str) -> str:
     return f'''def graph_attention(X, A, W, a_src, a_dst):
     H = X @ W.T
@@ -334,17 +293,7 @@ GAT_MISTAKES = (
 )
 
 TASKS = [
-    Task(ASSIGNMENT, "adjacency_mask", _ref_mask, _cases_mask, MASK_MISTAKES, setup=SETUP,
-         description="the attention mask of a directed graph"),
-    Task(ASSIGNMENT, "masked_softmax", _ref_masked_softmax, _cases_masked_softmax, SOFTMAX_MISTAKES, setup=SETUP,
-         description="softmax over each node's neighbours"),
-    Task(ASSIGNMENT, "graph_attention", _ref_gat, _cases_gat, GAT_MISTAKES, setup=SETUP,
-         description="one single-head GAT layer"),
+    Task(ASSIGNMENT, "adjacency_mask", _ref_mask, _cases_mask, MASK_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "masked_softmax", _ref_masked_softmax, _cases_masked_softmax, SOFTMAX_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "graph_attention", _ref_gat, _cases_gat, GAT_MISTAKES, setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "adjacency_mask": MASK_SOLUTION,
-    "masked_softmax": SOFTMAX_SOLUTION,
-    "graph_attention": GAT_SOLUTION,
-}

@@ -17,6 +17,7 @@ from attn_ref.softmax import softmax
 
 from ..core import Mistake, Task
 from . import _stability
+from ._shared import edited
 
 ASSIGNMENT = "ps12_efficient"
 #: The notebook's setup cell.
@@ -51,65 +52,30 @@ def _cases_online_softmax(rng):
     ]
 
 
-ONLINE_SOFTMAX_SOLUTION = '''def online_softmax(x, block):
-    """Softmax of one row read block entries at a time. x: (n,) -> (m: float, l: float, p: (n,))."""
-    ### BEGIN SOLUTION
+#: The right online softmax: each mistake below changes one step of it.
+_ONLINE_SOFTMAX = '''def online_softmax(x, block):
     m, l = -np.inf, 0.0
     for j0 in range(0, len(x), block):
-        xb = x[j0:j0 + block]  # the last block may be shorter
+        xb = x[j0:j0 + block]
         m_new = max(m, np.max(xb))
-        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))  # rescale the old sum to the new max
+        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))
         m = m_new
-    p = np.exp(x - m) / l
-    return m, l, p
-    ### END SOLUTION
+    return m, l, np.exp(x - m) / l
 '''
 
 ONLINE_SOFTMAX_MISTAKES = (
     Mistake("sum_not_rescaled", "the running sum was not rescaled when the maximum grew: "
             "l must become l * exp(m_old - m_new) + sum_j exp(x_j - m_new)",
-            '''def online_softmax(x, block):
-    m, l = -np.inf, 0.0
-    for j0 in range(0, len(x), block):
-        xb = x[j0:j0 + block]
-        m_new = max(m, np.max(xb))
-        l = l + np.sum(np.exp(xb - m_new))
-        m = m_new
-    return m, l, np.exp(x - m) / l
-'''),
+            edited(_ONLINE_SOFTMAX, ("l = l * np.exp(m - m_new) + ", "l = l + "))),
     Mistake("max_of_block_only", "the running maximum was replaced by the maximum of the current block; "
             "it must be m_new = max(m_old, max of the block)",
-            '''def online_softmax(x, block):
-    m, l = -np.inf, 0.0
-    for j0 in range(0, len(x), block):
-        xb = x[j0:j0 + block]
-        m_new = np.max(xb)
-        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))
-        m = m_new
-    return m, l, np.exp(x - m) / l
-'''),
+            edited(_ONLINE_SOFTMAX, ("m_new = max(m, np.max(xb))", "m_new = np.max(xb)"))),
     Mistake("last_block_dropped", "the last, shorter block was never read (the loop stopped at the last "
             "full block): every entry of x must be read",
-            '''def online_softmax(x, block):
-    m, l = -np.inf, 0.0
-    for j0 in range(0, len(x) - block + 1, block):
-        xb = x[j0:j0 + block]
-        m_new = max(m, np.max(xb))
-        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))
-        m = m_new
-    return m, l, np.exp(x - m) / l
-'''),
+            edited(_ONLINE_SOFTMAX, ("range(0, len(x), block)", "range(0, len(x) - block + 1, block)"))),
     Mistake("key_skipped_at_boundary", "one entry was skipped at every block boundary (blocks of "
             "x[j0:j0 + block - 1]): the blocks must cover every entry exactly once",
-            '''def online_softmax(x, block):
-    m, l = -np.inf, 0.0
-    for j0 in range(0, len(x), block):
-        xb = x[j0:j0 + max(block - 1, 1)]
-        m_new = max(m, np.max(xb))
-        l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))
-        m = m_new
-    return m, l, np.exp(x - m) / l
-'''),
+            edited(_ONLINE_SOFTMAX, ("x[j0:j0 + block]", "x[j0:j0 + max(block - 1, 1)]"))),
     Mistake("max_not_subtracted", "exp was taken of the raw scores (no running maximum): exp(1e4) overflows; "
             "subtract the running maximum m",
             '''def online_softmax(x, block):
@@ -159,16 +125,12 @@ def _cases_online_step(rng):
     return cases
 
 
-ONLINE_STEP_SOLUTION = '''def online_step(m, l, acc, s, V):
-    """One block for one query. m, l: floats; acc: (d_v,); s: (c,); V: (c, d_v) -> (m, l, acc)."""
-    ### BEGIN SOLUTION
+#: The right online step: the mistakes below change one line of it.
+_ONLINE_STEP = '''def online_step(m, l, acc, s, V):
     m_new = max(m, np.max(s))
-    correction = np.exp(m - m_new)  # exp(m_old - m_new) <= 1; 0 for the first block (m = -inf)
-    p = np.exp(s - m_new)  # (c,)
-    l_new = l * correction + np.sum(p)
-    acc_new = acc * correction + p @ V  # (c,) x (c, d_v) -> (d_v,)
-    return m_new, l_new, acc_new
-    ### END SOLUTION
+    c = np.exp(m - m_new)
+    p = np.exp(s - m_new)
+    return m_new, l * c + np.sum(p), acc * c + p @ V
 '''
 
 ONLINE_STEP_MISTAKES = (
@@ -181,28 +143,13 @@ ONLINE_STEP_MISTAKES = (
 '''),
     Mistake("sum_not_rescaled", "the running sum l was not rescaled by exp(m_old - m_new) when the "
             "maximum grew: l_new = l * exp(m_old - m_new) + sum_j exp(s_j - m_new)",
-            '''def online_step(m, l, acc, s, V):
-    m_new = max(m, np.max(s))
-    c = np.exp(m - m_new)
-    p = np.exp(s - m_new)
-    return m_new, l + np.sum(p), acc * c + p @ V
-'''),
+            edited(_ONLINE_STEP, ("l * c + np.sum(p)", "l + np.sum(p)"))),
     Mistake("max_of_block_only", "the new maximum was the block's maximum alone; it must be "
             "max(m_old, max_j s_j)",
-            '''def online_step(m, l, acc, s, V):
-    m_new = np.max(s)
-    c = np.exp(m - m_new)
-    p = np.exp(s - m_new)
-    return m_new, l * c + np.sum(p), acc * c + p @ V
-'''),
+            edited(_ONLINE_STEP, ("m_new = max(m, np.max(s))", "m_new = np.max(s)"))),
     Mistake("block_normalised", "the block's weights were normalised by their own sum before being added; "
             "acc stays unnormalised and is divided by l only at the very end",
-            '''def online_step(m, l, acc, s, V):
-    m_new = max(m, np.max(s))
-    c = np.exp(m - m_new)
-    p = np.exp(s - m_new)
-    return m_new, l * c + np.sum(p), acc * c + (p / np.sum(p)) @ V
-'''),
+            edited(_ONLINE_STEP, ("acc * c + p @ V", "acc * c + (p / np.sum(p)) @ V"))),
     Mistake("not_stabilised", "exp was taken of the raw scores (exp(s_j), and l and acc kept unscaled) "
             "instead of exp(s_j - m_new): exp overflows for large scores (exp(710) is already inf); l and acc "
             "hold sums of exp(s_j - m_new), rescaled by exp(m_old - m_new) when the maximum grows",
@@ -214,12 +161,7 @@ ONLINE_STEP_MISTAKES = (
     Mistake("shifted_by_min", "the running minimum was kept instead of the running maximum (m_new = min(m_old, "
             "min_j s_j)): exp(s_j - m_new) then exceeds 1 and overflows once the scores spread over more than "
             "about 709; m_new = max(m_old, max_j s_j), so that every exponent is <= 0",
-            '''def online_step(m, l, acc, s, V):
-    m_new = min(m, np.min(s))
-    c = np.exp(m - m_new)
-    p = np.exp(s - m_new)
-    return m_new, l * c + np.sum(p), acc * c + p @ V
-'''),
+            edited(_ONLINE_STEP, ("m_new = max(m, np.max(s))", "m_new = min(m, np.min(s))"))),
 )
 
 
@@ -244,26 +186,6 @@ def _cases_blocked(rng):
     return cases
 
 
-BLOCKED_SOLUTION = '''def blocked_attention(Q, K, V, block):
-    """softmax(Q K^T / sqrt(d_k)) V, keys in blocks. Q: (n_q, d_k), K: (n_k, d_k), V: (n_k, d_v) -> (n_q, d_v)."""
-    ### BEGIN SOLUTION
-    n_q, d_k = Q.shape
-    Q = Q / np.sqrt(d_k)  # scale once
-    m = np.full((n_q, 1), -np.inf)  # running maximum per query
-    l = np.zeros((n_q, 1))  # running sum per query
-    acc = np.zeros((n_q, V.shape[1]))  # unnormalised output per query
-    for j0 in range(0, K.shape[0], block):
-        S = Q @ K[j0:j0 + block].T  # (n_q, c): only one block of scores at a time
-        m_new = np.maximum(m, S.max(axis=1, keepdims=True))
-        c = np.exp(m - m_new)  # (n_q, 1)
-        P = np.exp(S - m_new)  # (n_q, c)
-        l = l * c + P.sum(axis=1, keepdims=True)
-        acc = acc * c + P @ V[j0:j0 + block]  # (n_q, c) x (c, d_v) -> (n_q, d_v)
-        m = m_new
-    return acc / l
-    ### END SOLUTION
-'''
-
 _BLOCKED_TEMPLATE = '''def blocked_attention(Q, K, V, block):
     n_q, d_k = Q.shape
     Q = Q / np.sqrt(d_k)
@@ -282,55 +204,47 @@ _BLOCKED_TEMPLATE = '''def blocked_attention(Q, K, V, block):
 '''
 
 
-def _blocked_with(old: str, new: str) -> str:
-    assert old in _BLOCKED_TEMPLATE, old
-    return _BLOCKED_TEMPLATE.replace(old, new)
+def _blocked_with(*changes: tuple[str, str]) -> str:
+    return edited(_BLOCKED_TEMPLATE, *changes)
 
 
 BLOCKED_MISTAKES = (
     Mistake("acc_not_rescaled", "the running output was not rescaled by exp(m_old - m_new) when a block "
             "raised the maximum (only the sum was)",
-            _blocked_with("acc = acc * c + P", "acc = acc + P")),
+            _blocked_with(("acc = acc * c + P", "acc = acc + P"))),
     Mistake("sum_not_rescaled", "the running sum was not rescaled by exp(m_old - m_new) when a block raised "
             "the maximum (only the output was)",
-            _blocked_with("l = l * c + P", "l = l + P")),
+            _blocked_with(("l = l * c + P", "l = l + P"))),
     Mistake("last_block_dropped", "the last, shorter block of keys was dropped (the loop stopped at the last "
             "full block): every key must be read",
-            _blocked_with("range(0, K.shape[0], block)", "range(0, K.shape[0] - block + 1, block)")),
+            _blocked_with(("range(0, K.shape[0], block)", "range(0, K.shape[0] - block + 1, block)"))),
     Mistake("key_skipped_at_boundary", "one key was skipped at each block boundary (blocks "
             "K[j0:j0 + block - 1]): the blocks must cover every key exactly once",
-            _blocked_with("S = Q @ K[j0:j0 + block].T", "S = Q @ K[j0:j0 + block - 1].T").replace(
-                "P @ V[j0:j0 + block]", "P @ V[j0:j0 + block - 1]")),
+            _blocked_with(("S = Q @ K[j0:j0 + block].T", "S = Q @ K[j0:j0 + block - 1].T"),
+                          ("P @ V[j0:j0 + block]", "P @ V[j0:j0 + block - 1]"))),
     Mistake("scale_missing", "the scores were not divided by sqrt(d_k): softmax(Q K^T / sqrt(d_k)) V",
-            _blocked_with("    Q = Q / np.sqrt(d_k)\n", "")),
+            _blocked_with(("    Q = Q / np.sqrt(d_k)\n", ""))),
     Mistake("not_normalised", "the output was not divided by the running sum l at the end",
-            _blocked_with("return acc / l", "return acc")),
+            _blocked_with(("return acc / l", "return acc"))),
     Mistake("not_stabilised", "exp was taken of the raw scores (no running maximum: P = exp(S)), so exp "
             "overflows for large scores (exp(710) is already inf) and the output becomes NaN; keep the running "
             "maximum m, take exp(S - m_new) and rescale l and acc by exp(m_old - m_new)",
-            _blocked_with("P = np.exp(S - m_new)", "P = np.exp(S)").replace("c = np.exp(m - m_new)", "c = 1.0")),
+            _blocked_with(("P = np.exp(S - m_new)", "P = np.exp(S)"), ("c = np.exp(m - m_new)", "c = 1.0"))),
     Mistake("shifted_by_min", "a running minimum of the scores was subtracted instead of the running maximum: "
             "exp(S - m) then reaches exp(max - min), which overflows once a query's scores spread over more than "
             "about 709; keep the running maximum, so that every exponent is <= 0",
-            _blocked_with("m_new = np.maximum(m, S.max(axis=1, keepdims=True))",
-                          "m_new = np.minimum(m, S.min(axis=1, keepdims=True))").replace(
-                "m = np.full((n_q, 1), -np.inf)", "m = np.full((n_q, 1), np.inf)").replace(
-                "c = np.exp(m - m_new)", "c = np.where(np.isinf(m), 0.0, np.exp(m - m_new))")),
+            _blocked_with(("m_new = np.maximum(m, S.max(axis=1, keepdims=True))",
+                           "m_new = np.minimum(m, S.min(axis=1, keepdims=True))"),
+                          ("m = np.full((n_q, 1), -np.inf)", "m = np.full((n_q, 1), np.inf)"),
+                          ("c = np.exp(m - m_new)", "c = np.where(np.isinf(m), 0.0, np.exp(m - m_new))"))),
 )
 
 
 TASKS = [
     Task(ASSIGNMENT, "online_softmax", _ref_online_softmax, _cases_online_softmax, ONLINE_SOFTMAX_MISTAKES,
-         setup=SETUP, description="softmax of one row in one streaming pass: running max m and sum l"),
+         setup=SETUP),
     Task(ASSIGNMENT, "online_step", _ref_online_step, _cases_online_step, ONLINE_STEP_MISTAKES,
-         setup=SETUP, description="one block of the online algorithm for one query"),
+         setup=SETUP),
     Task(ASSIGNMENT, "blocked_attention", _ref_blocked, _cases_blocked, BLOCKED_MISTAKES,
-         setup=SETUP, description="attention over blocks of keys, never forming the n_q x n_k matrix"),
+         setup=SETUP),
 ]
-
-#: The solution of each task's answer cell, as it appears in the source notebook.
-SOLUTIONS = {
-    "online_softmax": ONLINE_SOFTMAX_SOLUTION,
-    "online_step": ONLINE_STEP_SOLUTION,
-    "blocked_attention": BLOCKED_SOLUTION,
-}

@@ -1,0 +1,22 @@
+"""What several catalogues share: random projection weights, and mistakes written as edits of a right answer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def qkv_weights(rng: np.random.Generator, d_in: int, d_k: int, d_v: int) -> tuple[np.ndarray, ...]:
+    """W_q, W_k, W_v with nn.Linear's shape (d_out, d_in), drawn in that order."""
+    return (rng.standard_normal((d_k, d_in)), rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in)))
+
+
+def edited(source: str, *changes: tuple[str, str]) -> str:
+    """``source`` (a right answer cell) with every ``(old, new)`` change made, in order.
+
+    A mistake written this way reads as the one line it gets wrong; each ``old`` must occur in the
+    source as it stands when its turn comes (every occurrence is replaced).
+    """
+    for old, new in changes:
+        assert old in source, old
+        source = source.replace(old, new)
+    return source

@@ -1,0 +1,195 @@
+"""The nbgrader side of a course: the grading options, the course's assignments generated once into a
+template gradebook, nbgrader's configuration and converters, and the scores in a gradebook.
+
+Used by the run (:mod:`.grading`), by every worker's batch (:mod:`.batch`) and by ``make release``.
+"""
+
+from __future__ import annotations
+
+from . import patches  # noqa: F401 - first: it changes how nbformat imports
+
+# isort: split
+import contextlib
+import io
+import logging
+import os
+import shutil
+import warnings
+from dataclasses import dataclass, field
+
+import nbformat
+
+warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader re-adding a submission
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = [os.path.join(REPO, p) for p in ("attn_ref", "attn_grader")]  # what a kernel may import
+
+
+@dataclass
+class Options:
+    cell_timeout: int = 60  # seconds a cell may run before it is interrupted
+    budget: int = 600  # seconds for one whole notebook
+    memory: int = 4 << 30  # bytes of address space for a kernel and a re-check
+    recheck_seconds: int = 120  # wall-clock seconds for one submission's re-check
+    call_seconds: int = 30  # seconds for one call of a student's function in the re-check
+    box_bytes: int = 256 << 20  # size of a sandbox's working folder
+    sandbox: bool = True  # False only with --no-sandbox
+    stall_seconds: int = 0  # nothing heard this long: the busy workers are restarted (0: budget + re-check + 180)
+
+
+@dataclass
+class Course:
+    root: str
+    assignments: list[str]
+    releases: dict[str, tuple[str, nbformat.NotebookNode]] = field(default_factory=dict)  # a -> (nb name, release)
+    setups: dict[str, str] = field(default_factory=dict)  # a -> the source's setup cell
+    template: bytes = b""  # the template gradebook (every assignment generated, no student): travels to workers
+    broken: dict[str, str] = field(default_factory=dict)  # a -> why its source could not be generated
+    secret: bytes = b""
+
+
+def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: str = ""):
+    """The course's nbgrader_config.py (the course's own, else this repository's), pointed at a scratch
+    course; with ``opts``, the grader's contained executor."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    path = os.path.join(root, "nbgrader_config.py")
+    if not os.path.isfile(path):
+        path = os.path.join(REPO, "nbgrader_config.py")
+    c = Config()
+    if os.path.isfile(path):
+        c.merge(PyFileConfigLoader(os.path.basename(path), os.path.dirname(path)).load_config())
+    c.CourseDirectory.root = root
+    c.CourseDirectory.source_directory = "source"
+    c.CourseDirectory.release_directory = "release"
+    c.CourseDirectory.db_url = db_url
+    c.Autograde.create_student = True
+    c.Autograde.force = True
+    c.GenerateAssignment.force = True
+    c.GenerateAssignment.create_assignment = True
+    c.GenerateFeedback.force = True
+    c.GenerateFeedback.exporter_class = "attn_grader.patches.FeedbackHTML"
+    if opts is not None:
+        from nbconvert.preprocessors import ClearMetadataPreprocessor
+        from nbgrader.preprocessors import (
+            AssignLatePenalties,
+            CheckCellMetadata,
+            IgnorePattern,
+            LimitOutput,
+            SaveAutoGrades,
+        )
+
+        from .execute import ContainedExecute
+
+        c.Autograde.autograde_preprocessors = [ContainedExecute, IgnorePattern, ClearMetadataPreprocessor,
+                                               LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+        c.ContainedExecute.timeout = opts.cell_timeout
+        c.ContainedExecute.budget = opts.budget
+        c.ContainedExecute.kernel_name = "attn-grade"
+        c.ContainedExecute.boxes = boxes
+        c.ContainedExecute.box_bytes = opts.box_bytes
+        # A kernel starts in about a second; one that has not answered kernel_info in 30 s will not
+        # (seen once in ~1,200 starts: papermill#776, jupyter_client#154): the second attempt comes
+        # sooner than after nbclient's default 60 s.
+        c.ContainedExecute.startup_timeout = 30
+        # The outputs are in once the last cell has run: the kernel (its sandbox) is killed rather than
+        # asked to shut down, which nbclient's "graceful" waits for.
+        c.ContainedExecute.shutdown_kernel = "immediate"
+        c.ContainedExecute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
+    return c
+
+
+@contextlib.contextmanager
+def quiet_logs():
+    """nbgrader logs every step; the grader prints one line per submission instead."""
+    handler = logging.StreamHandler(io.StringIO())
+    root = logging.getLogger()
+    old = root.handlers[:], root.level
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.handlers = old[0]
+        root.setLevel(old[1])
+
+
+def converter(cls, root: str, db_url: str, assignment: str, opts: Options | None = None, boxes: str = ""):
+    from nbgrader.coursedir import CourseDirectory
+
+    cfg = nbgrader_config(root, db_url, opts, boxes)
+    coursedir = CourseDirectory(config=cfg)
+    coursedir.assignment_id = assignment
+    conv = cls(coursedir=coursedir, config=cfg)
+    conv.log.setLevel(logging.CRITICAL)
+    return conv
+
+
+def sqlite_path(db_url: str) -> str | None:
+    """The file of a ``sqlite:///path`` URL; None for a database server (PostgreSQL, ...)."""
+    return db_url[len("sqlite:///"):] if db_url.startswith("sqlite:///") else None
+
+
+def course_db_url(root: str, db_url: str | None = None) -> str:
+    return db_url or "sqlite:///" + os.path.join(root, "gradebook.db")
+
+
+def prepare(root: str, assignments: list[str], scratch: str, master_url: str | None = None) -> Course:
+    """Generate each assignment from its source into a template gradebook (and the course's one)."""
+    from nbgrader.converters import GenerateAssignment
+
+    prep = os.path.join(scratch, "prep")
+    master_db = sqlite_path(master_url) if master_url else None
+    template_db = os.path.join(prep, "template.db")
+    course = Course(root=root, assignments=assignments)
+    for a in assignments:
+        os.makedirs(os.path.join(prep, "source", a), exist_ok=True)
+        shutil.copy(os.path.join(root, "solutions", a, a + ".ipynb"), os.path.join(prep, "source", a, a + ".ipynb"))
+        try:
+            converter(GenerateAssignment, prep, "sqlite:///" + template_db, a).start()
+            if master_url and (master_db is None or os.path.exists(master_db)):
+                converter(GenerateAssignment, prep, master_url, a).start()
+            release = nbformat.read(os.path.join(prep, "release", a, a + ".ipynb"), as_version=4)
+        except Exception as exc:  # noqa: BLE001 - one broken source must not stop the other assignments
+            course.broken[a] = f"the source of {a} could not be generated ({type(exc).__name__})"
+            continue
+        course.releases[a] = (a + ".ipynb", release)
+        source = nbformat.read(os.path.join(prep, "source", a, a + ".ipynb"), as_version=4)
+        setup = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
+        course.setups[a] = setup[0] if setup else ""
+    if master_db and not os.path.exists(master_db) and os.path.exists(template_db):
+        shutil.copy(template_db, master_db)  # a new course: its gradebook starts as the template
+    if os.path.exists(template_db):
+        with open(template_db, "rb") as f:
+            course.template = f.read()
+    shutil.rmtree(os.path.join(prep, "source"), ignore_errors=True)
+    shutil.rmtree(os.path.join(prep, "release"), ignore_errors=True)
+    return course
+
+
+def scores_from_gradebook(db: str, assignment: str, sid: str) -> dict[str, float]:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    out = {}
+    with Gradebook("sqlite:///" + db) as gb:
+        try:
+            sub = gb.find_submission(assignment, sid)
+        except MissingEntry:
+            return {}
+        for nb in sub.notebooks:
+            for grade in nb.grades:
+                out[grade.name] = float(grade.auto_score or 0.0)
+    return out
+
+
+def set_final_scores(db: str, assignment: str, sid: str, scores: dict[str, float]) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook("sqlite:///" + db) as gb:
+        sub = gb.find_submission(assignment, sid)
+        for nb in sub.notebooks:
+            for grade in nb.grades:
+                if grade.name in scores:
+                    grade.auto_score = scores[grade.name]
+                    grade.needs_manual_grade = False
+        gb.db.commit()

@@ -1,0 +1,264 @@
+"""One grading run of a course, in the process that runs ``make grade`` (the one writer): the course lock,
+the scratch folder, the journal an interrupted run resumes from, the class handed to the Dask cluster
+in batches (:mod:`.batch` on the workers), and the course's files written from the results (:mod:`.record`).
+"""
+
+from __future__ import annotations
+
+from . import patches  # noqa: F401 - first: it changes how nbformat imports
+
+# isort: split
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict
+
+from . import classreport, cluster, lms, recheck, record, sandbox
+from .course import PACKAGES, Options, course_db_url, prepare, quiet_logs, sqlite_path
+from .discover import Submitted, find_assignments, find_submissions
+from .patches import nbgrader_setup
+from .result import Result, empty_result
+from .sanitize import sanitize
+from .secret import course_secret, state_dir
+
+
+@contextlib.contextmanager
+def course_lock(root: str, verbose: bool = True):
+    """One grading run per course at a time; a second one waits, and says so."""
+    fd = os.open(os.path.join(state_dir(root), "lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if verbose:
+                print(f"another grading run holds {root}/.grader/lock: waiting for it to finish", flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def scratch_folder(root: str):
+    """The run's scratch folder in ``.grader/scratch``: a tmpfs in the grader's own mount namespace
+    when root (gone with the grader, even after a kill); else a 0700 folder, removed at the end and,
+    after a crash, by the next run (which holds the lock, so nothing else uses it)."""
+    base = os.path.join(state_dir(root), "scratch")
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    if os.environ.get(sandbox.PRIVATE_ENV) == str(os.getpid()) and os.geteuid() == 0:
+        os.environ[sandbox.MOUNTS_ENV] = "1"  # this process and its workers may mount (privately)
+        sandbox.mount_tmpfs(base, 8 << 30)
+        sandbox.stage([*PACKAGES, recheck.HARNESS])  # once for every sandbox of this run
+        os.environ[cluster.SCRATCH_ENV] = base  # the local cluster's workers put their batches here
+        try:
+            yield base
+        finally:
+            os.environ.pop(cluster.SCRATCH_ENV, None)
+            sandbox.unstage()
+            sandbox.unmount(base)
+            os.environ.pop(sandbox.MOUNTS_ENV, None)
+        return
+    for stale in os.listdir(base):
+        shutil.rmtree(os.path.join(base, stale), ignore_errors=True)
+    path = tempfile.mkdtemp(prefix="run-", dir=base)
+    os.environ[cluster.SCRATCH_ENV] = path
+    try:
+        yield path
+    finally:
+        os.environ.pop(cluster.SCRATCH_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _code_digest(paths: list[str]) -> str:
+    """A digest of every Python and catalogue file under ``paths``: what grading depends on besides
+    the submission and the assignment's source."""
+    h = hashlib.sha256()
+    for root in paths:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".json")):
+                    path = os.path.join(folder, name)
+                    h.update(os.path.relpath(path, root).encode() + b"\0")
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+    return h.hexdigest()
+
+
+JOURNAL = "journal.jsonl"  # in .grader/: each result of a run as it arrives, until the run has written it all
+
+
+def _digest(s: Submitted, root: str, code: str) -> str:
+    """What a grade depends on: the submitted bytes, the assignment's source, the grader and the reference."""
+    h = hashlib.sha256(code.encode())
+    h.update(s.notebook or b"")
+    src = os.path.join(root, "solutions", s.assignment, s.assignment + ".ipynb")
+    with contextlib.suppress(OSError), open(src, "rb") as f:
+        h.update(f.read())
+    return h.hexdigest()
+
+
+def _journal_kept(root: str) -> dict[str, tuple[str, Result]]:
+    """The results an interrupted run wrote to its journal: {key: (digest, Result)}."""
+    path = os.path.join(state_dir(root), JOURNAL)
+    kept = {}
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+        for line in f:
+            with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+                entry = json.loads(line)
+                r = Result.from_dict(entry["result"])
+                kept[r.key] = (entry["digest"], r)
+    return kept
+
+
+def run(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
+        results_out: str | None = None, verbose: bool = True, db_url: str | None = None,
+        scheduler: str | None = None, export: list[str] | tuple = ()) -> dict[str, Result]:
+    """Grade the course at ``root`` from this process (the one writer) on a Dask cluster: a local one
+    of ``jobs`` worker processes, or the one at ``scheduler``; return {"student/assignment": Result}."""
+    opts = opts or Options()
+    root = os.path.realpath(root)
+    with course_lock(root, verbose), scratch_folder(root) as scratch:
+        return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, list(export))
+
+
+def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, export) -> dict[str, Result]:
+    start = time.monotonic()
+    assignments = find_assignments(root, only)
+    notebooks = {a: a + ".ipynb" for a in assignments}
+    subs = find_submissions(root, assignments, notebooks)
+    if not subs and not os.path.exists(os.path.join(root, record.RESULTS_FILE)):
+        if verbose:
+            print(f"no submissions under {os.path.join(root, 'submitted')}/<student>/<assignment>/: nothing to grade "
+                  "(try make grade-demo)", flush=True)
+        return {}
+    with cluster.connect(max(1, min(jobs, len(subs))), scheduler, verbose) as engine:  # starts meanwhile
+        return _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine, start,
+                            export)
+
+
+def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine,
+                 start, export) -> dict[str, Result]:
+    nbgrader_setup()  # after the cluster has started starting: its workers import meanwhile
+    master_url = course_db_url(root, db_url)
+    master_db = sqlite_path(master_url)
+    with quiet_logs():
+        course = prepare(root, assignments, scratch, master_url)
+    course.secret = course_secret(root)
+    # A SQLite gradebook is copied into the scratch and replaces the course's in one step at the end
+    # (or when the run is interrupted); a database server is written directly, one transaction per submission.
+    working_url = "sqlite:///" + os.path.join(scratch, "prep", "gradebook.working.db") if master_db else master_url
+    if master_db and os.path.exists(master_db):
+        shutil.copy(master_db, sqlite_path(working_url))
+    n = len(subs)
+    done: dict[str, Result] = {}
+    code = _code_digest(PACKAGES) + json.dumps(asdict(opts), sort_keys=True)
+    digests = {(s.student, s.assignment): _digest(s, root, code) for s in subs}
+    kept = _journal_kept(root)
+    journal = open(os.path.join(state_dir(root), JOURNAL), "a", encoding="utf-8")  # noqa: SIM115
+
+    def report(r: Result, fresh: bool = True) -> None:
+        done[r.key] = r
+        with quiet_logs():
+            record.merge_gradebook(working_url, [r])
+        if fresh:
+            record.put_feedback(root, r)
+            if r.status != "ungradable":  # a grader's failure is graded again by the next run
+                journal.write(json.dumps({"digest": digests.get((r.student, r.assignment), ""),
+                                          "result": r.to_dict()}) + "\n")
+                journal.flush()
+        if verbose:
+            print(record.progress_line(len(done), n, r), flush=True)
+
+    ran_count = 0
+    items = []
+
+    def ran(student, a):
+        nonlocal ran_count
+        ran_count += 1
+        if verbose:
+            print(f"[ran {ran_count}/{len(items)}] {record.shown(student)} {a}", flush=True)
+
+    reused = 0
+    for s in subs:
+        release = course.releases.get(s.assignment, (None, None))[1]
+        old = kept.get(f"{s.student}/{s.assignment}")
+        if old is not None and old[0] == digests[(s.student, s.assignment)]:
+            reused += 1
+            report(old[1], fresh=False)
+            continue
+        if s.assignment in course.broken:
+            r = empty_result(s.student, s.assignment, release, reason=[course.broken[s.assignment]],
+                             sandbox=opts.sandbox)
+            r.status = "ungradable"
+            report(r)
+            continue
+        clean = sanitize(s, {course.releases[s.assignment][0]: release})
+        if clean.notebook is None:
+            r = empty_result(s.student, s.assignment, release, reason=[clean.reason], flags=clean.flags,
+                             notes=clean.notes, sandbox=opts.sandbox)
+            r.status = "ungradable"
+            report(r.finish())
+            continue
+        items.append((s, {"notebook": clean.notebook, "answers": clean.answers, "flags": clean.flags,
+                          "notes": clean.notes}))
+    if reused and verbose:
+        print(f"{reused} submissions graded by the interrupted run are kept (unchanged since); "
+              f"{len(items)} to grade", flush=True)
+
+    def failed(item, why: str) -> Result:
+        s, it = item
+        r = empty_result(s.student, s.assignment, course.releases[s.assignment][1], reason=[why],
+                         flags=it["flags"], notes=it["notes"], sandbox=opts.sandbox)
+        r.status = "ungradable"
+        return r
+
+    workers = 0
+    try:
+        if items:
+            client = engine.client
+            workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            cluster.grade_all(client, course, items, opts, report, failed, ran, stall_seconds=opts.stall_seconds)
+    finally:
+        journal.close()
+        if master_db:  # what has been graded is kept, even when the run was interrupted
+            shutil.copy(sqlite_path(working_url), master_db + ".tmp")
+            os.replace(master_db + ".tmp", master_db)
+    if results_out:
+        record.write_atomic(results_out, json.dumps({"assignments": assignments,
+                                                     "results": {k: r.to_dict() for k, r in done.items()}},
+                                                    sort_keys=True))
+    present = {(s.student, s.assignment) for s in subs}
+    stored = record.merge(root, done, assignments, lambda st, a: (st, a) in present)
+    seconds = time.monotonic() - start
+    classreport.write(root, stored, {"finished": time.time(), "seconds": round(seconds, 1), "workers": workers,
+                                     "graded": len(done), "sandbox": opts.sandbox})
+    if export:
+        lms.export(root, export, stored)
+    # Everything graded is in the course's files now; an interrupted run's results of assignments
+    # not graded this time stay in the journal for the run that grades them.
+    left = [json.dumps({"digest": d, "result": r.to_dict()})
+            for k, (d, r) in kept.items() if k not in done]
+    if left:
+        record.write_atomic(os.path.join(state_dir(root), JOURNAL), "\n".join(left) + "\n", 0o600)
+    else:
+        os.unlink(os.path.join(state_dir(root), JOURNAL))
+    if verbose:
+        _summary(done, seconds, workers, opts, export)
+    return done
+
+
+def _summary(this_run: dict[str, Result], seconds: float, workers: int, opts: Options, export=()) -> None:
+    rs = list(this_run.values())
+    count = {s: sum(r.status == s for r in rs) for s in ("ok", "flagged", "ungradable")}
+    full = sum(r.status != "ungradable" and r.total >= r.max_total - 1e-9 for r in rs)
+    files = [record.CSV_FILE, record.REPORT_FILE, classreport.REPORT_FILE, *(lms.FILES[f] for f in export)]
+    print(f"graded {len(rs)} submissions in {seconds:.1f} s on {workers} worker(s): {count['ok']} ok, "
+          f"{count['flagged']} flagged, {count['ungradable']} ungradable, {full} full marks"
+          f"{'' if opts.sandbox else ', WITHOUT the sandbox (--no-sandbox)'}. "
+          f"See {', '.join(files[:-1])} and {files[-1]}.", flush=True)

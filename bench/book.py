@@ -1,0 +1,116 @@
+"""What a reader and a student wait for: the book build, cold and warm, and a student's feedback loop
+(a released notebook, answered and run).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from . import REPO, TITLES, Row, skipped
+
+
+def fig_feedback(quick: bool) -> list[Row]:
+    """A student's feedback loop: a released notebook, answered, executed with nbclient."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from attn_grader.demo import answers_of, with_answers
+
+    released = os.path.join(REPO, "exercises")
+    names = sorted(os.listdir(released)) if os.path.isdir(released) else []
+    name = "ps04_step_by_step" if "ps04_step_by_step" in names else (names[0] if names else None)
+    if name is None:
+        return [skipped(TITLES["feedback"], "no released notebook under exercises/")]
+    release = nbformat.read(os.path.join(REPO, "exercises", name, name + ".ipynb"), as_version=4)
+    source = nbformat.read(os.path.join(REPO, "solutions", name, name + ".ipynb"), as_version=4)
+    answered = with_answers(release, answers_of(source))
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(2 if quick else 3):
+            nb = nbformat.from_dict(answered)
+            t0 = time.perf_counter()
+            NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": tmp}}).execute()
+            times.append(time.perf_counter() - t0)
+    t = float(np.median(times))
+    return [Row(TITLES["feedback"], f"exercises/{name}, answered, run with nbclient: kernel start to last visible "
+                "test", f"{t:.2f} s", "≤ 2 s", t <= 2.0, f"median of {len(times)}")]
+
+
+def _cache_times(build_dir: str) -> dict[str, float]:
+    """Per-chapter execution seconds from the book build's jupyter-cache."""
+    from jupyter_cache import get_cache
+
+    out = {}
+    for path in glob.glob(os.path.join(build_dir, "**", ".jupyter_cache"), recursive=True):
+        for rec in get_cache(path).list_cache_records():
+            secs = (rec.data or {}).get("execution_seconds")
+            if secs is not None:
+                out[os.path.relpath(rec.uri, REPO)] = float(secs)
+    return out
+
+
+def _problems(log: str) -> str:
+    """The build log's warnings and errors, counted, with the first two (ANSI colours removed)."""
+    import re
+
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", ln).strip() for ln in log.splitlines()]
+    found = [ln for ln in lines if ("WARNING" in ln or "ERROR" in ln) and "Kernel is running over TCP" not in ln]
+    if not found:
+        return "no warning found in the log"
+    short = [ln.replace(REPO + "/", "")[:160] for ln in found[:2]]
+    return f"{len(found)} warnings/errors, first: " + " / ".join(short)
+
+
+def fig_book(quick: bool) -> list[Row]:
+    """The book built cold (empty cache: every chapter executed) and warm (nothing changed), in English
+    and then in Chinese from the same execution cache (book/_ext/i18n.py), as `make book` builds it."""
+    jb = os.path.join(os.path.dirname(sys.executable), "jupyter-book")
+    if not os.path.exists(jb):
+        return [skipped(TITLES["book"], "no jupyter-book next to this Python")]
+    tmp = tempfile.mkdtemp(prefix="bench-book-")
+    try:
+        cmd = [jb, "build", REPO, "--path-output", tmp, "-W", "-n", "--keep-going"]
+        zh = [sys.executable, os.path.join(REPO, "book", "_ext", "i18n.py"), "zh", os.path.join(tmp, "_build")]
+        env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0", PYDEVD_DISABLE_FILE_VALIDATION="1")
+        runs = {}
+        for kind in ("cold", "warm"):
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+            t1 = time.perf_counter()
+            proc_zh = subprocess.run(zh, cwd=REPO, env=env, capture_output=True, text=True)
+            runs[kind] = (t1 - t0, time.perf_counter() - t1, proc.returncode or proc_zh.returncode,
+                          _problems(proc.stdout + proc.stderr + proc_zh.stdout + proc_zh.stderr))
+        chapters = _cache_times(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = []
+    for kind, limit in (("cold", 300.0), ("warm", 10.0)):
+        secs, _, rc, problems = runs[kind]
+        rows.append(Row(TITLES["book"], f"{kind}: jupyter-book build -W -n --keep-going "
+                        f"({'empty cache, every chapter executed' if kind == 'cold' else 'nothing changed'})",
+                        f"{secs:.1f} s", f"≤ {limit:.0f} s", secs <= limit,
+                        "build succeeded" if rc == 0 else f"build exited with {rc}; {problems}"))
+    en, zh_secs, rc, problems = runs["cold"]
+    rows.append(Row(TITLES["book"], "cold, both languages: the English build, then the Chinese one (make book)",
+                    f"{en + zh_secs:.1f} s", "≤ 240 s", en + zh_secs <= 240,
+                    f"English {en:.1f} s + Chinese {zh_secs:.1f} s" + ("" if rc == 0 else f"; {problems}")))
+    zh_warm = runs["warm"][1]
+    rows.append(Row(TITLES["book"], "warm: what the Chinese edition adds (its build, nothing executed)",
+                    f"{zh_warm:.1f} s", "≤ 30 s", zh_warm <= 30, "from the English build's execution cache"))
+    if chapters:
+        slowest = max(chapters, key=chapters.get)
+        top = sorted(chapters.items(), key=lambda kv: -kv[1])[:3]
+        rows.append(Row(TITLES["book"], f"slowest chapter execution of {len(chapters)} (jupyter-cache)",
+                        f"{chapters[slowest]:.1f} s", "≤ 60 s", chapters[slowest] <= 60,
+                        ", ".join(f"{os.path.basename(p)} {s:.1f} s" for p, s in top)))
+    else:
+        rows.append(skipped(TITLES["book"], "no per-chapter execution times found in the build's jupyter-cache"))
+    return rows

@@ -1,0 +1,167 @@
+"""The speed figures of ``make bench``: attention in NumPy against PyTorch's fused kernel, the loop
+against the matrix form, truncated and blocked attention, and the share of the machine's peak.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from attn_ref.attention import attend_one, scaled_dot_product_attention, self_attention
+from attn_ref.efficient import blocked_attention, compare_times, peak_bytes
+
+from . import TITLES, Row, ms, ratio, skipped
+
+D = 64  # head dimension of every attention figure
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    """NumPy's BLAS (threadpoolctl) and PyTorch both on ``n`` threads."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        with threadpool_limits(n):
+            yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def _qkv(n: int, d: int = D, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((n, d)).astype(np.float32) for _ in range(3))  # (n, d) each
+
+
+def _sdpa_4d(q, k, v):
+    """torch's SDPA on (1, 1, n, d) views: the only form that takes the fused CPU kernel."""
+    import torch
+    import torch.nn.functional as F
+
+    tq, tk, tv = (torch.from_numpy(a)[None, None] for a in (q, k, v))  # (1, 1, n, d)
+    return lambda: F.scaled_dot_product_attention(tq, tk, tv)
+
+
+def _repeat(n: int) -> int:
+    return 15 if n <= 256 else 7 if n <= 1024 else 3 if n <= 4096 else 2
+
+
+def fig_sdpa(quick: bool, sizes: list[int] | None = None, thread_counts=(1, 2)) -> list[Row]:
+    """attn_ref's matrix form on pre-projected q, k, v against torch's fused SDPA."""
+    rows = []
+    sizes = sizes or ([256, 1024] if quick else [256, 1024, 4096])
+    for t in thread_counts:
+        with threads(t):
+            for n in sizes:
+                q, k, v = _qkv(n)
+                med = compare_times({"numpy": lambda q=q, k=k, v=v: scaled_dot_product_attention(q, k, v),
+                                     "torch": _sdpa_4d(q, k, v)}, repeat=_repeat(n))
+                r = med["numpy"] / med["torch"]
+                target = n == 1024
+                rows.append(Row(TITLES["sdpa"], f"attn_ref.scaled_dot_product_attention, n = {n}, d = {D}, "
+                                f"float32, {t} thread{'s' if t > 1 else ''}", ratio(r), "≤ 1.5×" if target else "",
+                                (r <= 1.5) if target else None,
+                                f"{ms(med['numpy'])} vs {ms(med['torch'])} (SDPA 4-D, fused)"))
+    return rows
+
+
+def fig_loop(quick: bool) -> list[Row]:
+    """The lecture's per-query loop (attend_one for each i) against the matrix form."""
+    rows = []
+    rng = np.random.default_rng(1)
+    W = [rng.standard_normal((D, D)).astype(np.float32) for _ in range(3)]
+    with threads(1):
+        for n in [64, 128, 256] if quick else [64, 128, 256, 512, 1024]:
+            x = rng.standard_normal((n, D)).astype(np.float32)  # (n, d_in): rows; the loop reads columns a^i
+            a = np.ascontiguousarray(x.T)  # (d_in, n)
+
+            def loop(a=a, n=n):
+                return np.stack([attend_one(a, i, *W).b for i in range(n)])  # (n, d_v)
+
+            med = compare_times({"loop": loop, "matrix": lambda x=x: self_attention(x, *W)},
+                                repeat=3 if n <= 256 else 1, warmup=1 if n <= 256 else 0)
+            rows.append(Row(TITLES["loop"], f"attend_one for each i vs self_attention, n = {n}, d = {D}, "
+                            "1 thread", ratio(med["loop"] / med["matrix"]), "", None,
+                            f"{ms(med['loop'])} vs {ms(med['matrix'])}"))
+    return rows
+
+
+def fig_banded(quick: bool) -> list[Row]:
+    """Truncated attention (band width w = 64): time and peak memory as n grows 16-fold."""
+    try:
+        from attn_ref.local import banded_attention
+    except ImportError:
+        return [skipped(TITLES["banded"], "attn_ref.local.banded_attention not present")]
+    w = 64
+    sizes = [1024, 2048, 4096] if quick else [1024, 2048, 4096, 8192, 16384]
+    times, peaks = {}, {}
+    with threads(1):
+        for n in sizes:
+            q, k, v = _qkv(n)
+            times[n] = compare_times({"band": lambda q=q, k=k, v=v: banded_attention(q, k, v, w)}, repeat=3)["band"]
+            peaks[n] = peak_bytes(banded_attention, q, k, v, w)
+    lo, hi = sizes[0], sizes[-1]
+    grow = hi // lo
+    t_ratio, m_ratio = times[hi] / times[lo], peaks[hi] / peaks[lo]
+    t_target = 20 * grow / 16  # 20x for 16x n, scaled in --quick
+    per = ", ".join(f"{n}: {ms(times[n])}" for n in sizes)
+    return [
+        Row(TITLES["banded"], f"banded_attention time, w = {w}, n {lo} → {hi} ({grow}× n), 1 thread",
+            ratio(t_ratio), f"≤ {t_target:.0f}×", t_ratio <= t_target, per),
+        Row(TITLES["banded"], f"banded_attention peak memory, w = {w}, n {lo} → {hi} ({grow}× n)",
+            ratio(m_ratio), f"≤ {1.25 * grow:.0f}× (O(n·w))", m_ratio <= 1.25 * grow,
+            f"{peaks[hi] / 2**20:.1f} MiB at n = {hi}: {peaks[hi] / (hi * (2 * w + 1)):.1f} bytes per n·(2w+1)"),
+    ]
+
+
+def fig_blocked(quick: bool) -> list[Row]:
+    """blocked_attention (NumPy, online softmax) against torch's fused SDPA; GFLOP/s and peak memory."""
+    rows = []
+    sizes = [1024, 4096] if quick else [1024, 4096, 16384]
+    peaks = {}
+    for t in (1, 2):
+        with threads(t):
+            for n in sizes:
+                q, k, v = _qkv(n)
+                if n not in peaks:
+                    peaks[n] = peak_bytes(blocked_attention, q, k, v)
+                med = compare_times({"blocked": lambda q=q, k=k, v=v: blocked_attention(q, k, v),
+                                     "torch": _sdpa_4d(q, k, v)}, repeat=_repeat(n), warmup=1 if n <= 4096 else 0)
+                r = med["blocked"] / med["torch"]
+                target = n == 4096 and t == 1
+                flop = 4 * n * n * D  # the two products q k^T and p v
+                rows.append(Row(TITLES["blocked"], f"n = {n}, d = {D}, float32, {t} thread"
+                                f"{'s' if t > 1 else ''}", ratio(r), "≤ 1.3×" if target else "",
+                                (r <= 1.3) if target else None,
+                                f"{flop / med['blocked'] / 1e9:.1f} vs {flop / med['torch'] / 1e9:.1f} GFLOP/s; "
+                                f"blocked peak {peaks[n] / 2**20:.1f} MiB (n×n floats: {4 * n * n / 2**20:.0f} MiB)"))
+    return rows
+
+
+def fig_peak(quick: bool) -> list[Row]:
+    """Attention kernels' GFLOP/s against a large float32 matmul on the same machine (one thread)."""
+    import torch
+
+    m = 1024 if quick else 2048
+    rng = np.random.default_rng(2)
+    A, B = (rng.standard_normal((m, m)).astype(np.float32) for _ in range(2))
+    tA, tB = torch.from_numpy(A), torch.from_numpy(B)
+    n = 2048 if quick else 4096
+    q, k, v = _qkv(n)
+    with threads(1):
+        med = compare_times({"numpy matmul": lambda: A @ B, "torch matmul": lambda: tA @ tB,
+                             "SDPA 4-D (fused)": _sdpa_4d(q, k, v),
+                             "blocked_attention": lambda: blocked_attention(q, k, v),
+                             "attn_ref matrix form": lambda: scaled_dot_product_attention(q, k, v)}, repeat=3)
+    peak = max(2 * m**3 / med["numpy matmul"], 2 * m**3 / med["torch matmul"])
+    rows = [Row(TITLES["peak"], f"float32 matmul {m}×{m}×{m}, 1 thread (the reference)",
+                f"{peak / 1e9:.1f} GFLOP/s", "", None,
+                f"numpy {2 * m**3 / med['numpy matmul'] / 1e9:.1f}, torch {2 * m**3 / med['torch matmul'] / 1e9:.1f}")]
+    for name in ("SDPA 4-D (fused)", "blocked_attention", "attn_ref matrix form"):
+        gf = 4 * n * n * D / med[name]
+        rows.append(Row(TITLES["peak"], f"{name}, n = {n}, d = {D}, 1 thread", f"{100 * gf / peak:.0f}%",
+                        "", None, f"{gf / 1e9:.1f} GFLOP/s (counting the two products' 4n²d only)"))
+    return rows
