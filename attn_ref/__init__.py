@@ -22,7 +22,6 @@ from .encoder import encoder_block, encoder_params_from_torch, feed_forward, ini
 from .examples import lecture_example
 from .graph import adjacency_from_edges, adjacency_mask, gat_layer, gat_params_from_pyg, init_gat_params
 from .images import image_to_vectors, patchify, unpatchify, vectors_to_image
-from .truncated import band_to_dense, truncated_attention
 from .multihead import init_mha_params, merge_heads, mha_params_from_torch, multi_head_attention, split_heads
 from .positional import shift_matrix, sinusoidal_positional_encoding
 from .recurrent import path_length, rnn_forward
@@ -30,6 +29,7 @@ from .scores import additive_score, dot_product_score
 from .seqlabel import fcn_tag_logits, window_features, windowed_logits
 from .softmax import softmax
 from .speech import frame_signal
+from .truncated import band_to_dense, truncated_attention
 
 __all__ = [
     "StepByStep",

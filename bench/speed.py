@@ -8,10 +8,11 @@ import contextlib
 
 import numpy as np
 
+from attn_book.kernels import tuned_blocked_attention
+from attn_book.timing import compare_times, peak_bytes
 from attn_ref.attention import attend_one, scaled_dot_product_attention, self_attention
-from attn_ref.efficient import blocked_attention, compare_times, peak_bytes
 
-from . import TITLES, Row, ms, ratio, skipped
+from . import TITLES, Row, ms, ratio
 
 D = 64  # head dimension of every attention figure
 
@@ -91,34 +92,31 @@ def fig_loop(quick: bool) -> list[Row]:
 
 def fig_banded(quick: bool) -> list[Row]:
     """Truncated attention (band width w = 64): time and peak memory as n grows 16-fold."""
-    try:
-        from attn_ref.local import banded_attention
-    except ImportError:
-        return [skipped(TITLES["banded"], "attn_ref.local.banded_attention not present")]
+    from attn_ref.truncated import truncated_attention
     w = 64
     sizes = [1024, 2048, 4096] if quick else [1024, 2048, 4096, 8192, 16384]
     times, peaks = {}, {}
     with threads(1):
         for n in sizes:
             q, k, v = _qkv(n)
-            times[n] = compare_times({"band": lambda q=q, k=k, v=v: banded_attention(q, k, v, w)}, repeat=3)["band"]
-            peaks[n] = peak_bytes(banded_attention, q, k, v, w)
+            times[n] = compare_times({"band": lambda q=q, k=k, v=v: truncated_attention(q, k, v, w)}, repeat=3)["band"]
+            peaks[n] = peak_bytes(truncated_attention, q, k, v, w)
     lo, hi = sizes[0], sizes[-1]
     grow = hi // lo
     t_ratio, m_ratio = times[hi] / times[lo], peaks[hi] / peaks[lo]
     t_target = 20 * grow / 16  # 20x for 16x n, scaled in --quick
     per = ", ".join(f"{n}: {ms(times[n])}" for n in sizes)
     return [
-        Row(TITLES["banded"], f"banded_attention time, w = {w}, n {lo} → {hi} ({grow}× n), 1 thread",
+        Row(TITLES["banded"], f"truncated_attention time, w = {w}, n {lo} → {hi} ({grow}× n), 1 thread",
             ratio(t_ratio), f"≤ {t_target:.0f}×", t_ratio <= t_target, per),
-        Row(TITLES["banded"], f"banded_attention peak memory, w = {w}, n {lo} → {hi} ({grow}× n)",
+        Row(TITLES["banded"], f"truncated_attention peak memory, w = {w}, n {lo} → {hi} ({grow}× n)",
             ratio(m_ratio), f"≤ {1.25 * grow:.0f}× (O(n·w))", m_ratio <= 1.25 * grow,
             f"{peaks[hi] / 2**20:.1f} MiB at n = {hi}: {peaks[hi] / (hi * (2 * w + 1)):.1f} bytes per n·(2w+1)"),
     ]
 
 
 def fig_blocked(quick: bool) -> list[Row]:
-    """blocked_attention (NumPy, online softmax) against torch's fused SDPA; GFLOP/s and peak memory."""
+    """tuned_blocked_attention (NumPy, online softmax) against torch's fused SDPA; GFLOP/s and peak memory."""
     rows = []
     sizes = [1024, 4096] if quick else [1024, 4096, 16384]
     peaks = {}
@@ -127,8 +125,8 @@ def fig_blocked(quick: bool) -> list[Row]:
             for n in sizes:
                 q, k, v = _qkv(n)
                 if n not in peaks:
-                    peaks[n] = peak_bytes(blocked_attention, q, k, v)
-                med = compare_times({"blocked": lambda q=q, k=k, v=v: blocked_attention(q, k, v),
+                    peaks[n] = peak_bytes(tuned_blocked_attention, q, k, v)
+                med = compare_times({"blocked": lambda q=q, k=k, v=v: tuned_blocked_attention(q, k, v),
                                      "torch": _sdpa_4d(q, k, v)}, repeat=_repeat(n), warmup=1 if n <= 4096 else 0)
                 r = med["blocked"] / med["torch"]
                 target = n == 4096 and t == 1
@@ -154,13 +152,13 @@ def fig_peak(quick: bool) -> list[Row]:
     with threads(1):
         med = compare_times({"numpy matmul": lambda: A @ B, "torch matmul": lambda: tA @ tB,
                              "SDPA 4-D (fused)": _sdpa_4d(q, k, v),
-                             "blocked_attention": lambda: blocked_attention(q, k, v),
+                             "tuned_blocked_attention": lambda: tuned_blocked_attention(q, k, v),
                              "attn_ref matrix form": lambda: scaled_dot_product_attention(q, k, v)}, repeat=3)
     peak = max(2 * m**3 / med["numpy matmul"], 2 * m**3 / med["torch matmul"])
     rows = [Row(TITLES["peak"], f"float32 matmul {m}×{m}×{m}, 1 thread (the reference)",
                 f"{peak / 1e9:.1f} GFLOP/s", "", None,
                 f"numpy {2 * m**3 / med['numpy matmul'] / 1e9:.1f}, torch {2 * m**3 / med['torch matmul'] / 1e9:.1f}")]
-    for name in ("SDPA 4-D (fused)", "blocked_attention", "attn_ref matrix form"):
+    for name in ("SDPA 4-D (fused)", "tuned_blocked_attention", "attn_ref matrix form"):
         gf = 4 * n * n * D / med[name]
         rows.append(Row(TITLES["peak"], f"{name}, n = {n}, d = {D}, 1 thread", f"{100 * gf / peak:.0f}%",
                         "", None, f"{gf / 1e9:.1f} GFLOP/s (counting the two products' 4n²d only)"))

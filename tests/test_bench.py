@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attn_ref.efficient import compare_times, median_time, peak_bytes
+from attn_book.timing import compare_times, median_time, peak_bytes
 from bench import Row, format_results, format_table, machine_description, parse_results, ratio, skipped
 from bench.figures import FIGURES
 from bench.speed import fig_sdpa

@@ -3,17 +3,17 @@
 Practises the chapter "Vector sets as input" (序列与模型): one-hot vectors (独热编码), the cosine
 similarity of every pair of vectors, audio cut into overlapping frames, a graph's adjacency matrix.
 References: :func:`attn_ref.embedding.one_hot`, :func:`attn_ref.embedding.cosine_similarity_matrix`,
-:func:`attn_ref.data.frame_signal`, :func:`attn_ref.data.adjacency_from_edges`.
+:func:`attn_ref.speech.frame_signal`, :func:`attn_ref.graph.adjacency_from_edges`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from attn_ref.data import adjacency_from_edges as _adjacency
-from attn_ref.data import frame_signal as _frame_signal
 from attn_ref.embedding import cosine_similarity_matrix as _cosine
 from attn_ref.embedding import one_hot as _one_hot
+from attn_ref.graph import adjacency_from_edges as _adjacency
+from attn_ref.speech import frame_signal as _frame_signal
 
 from ..core import Mistake, Task
 from ._shared import edited

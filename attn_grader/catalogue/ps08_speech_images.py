@@ -3,7 +3,7 @@
 Practises the chapter "Speech and images" (应用): the band mask |i - j| <= w of truncated
 self-attention (截断自注意力), attention restricted to it (row layout, 1/sqrt(d_k) scale), an
 image (H, W, C) as H*W pixel vectors (像素向量) of dimension C, and p x p patches as vectors.
-References: :func:`attn_ref.attention.band_mask`, :func:`attn_ref.local.banded_attention`,
+References: :func:`attn_ref.attention.band_mask`, :func:`attn_ref.truncated.truncated_attention`,
 :func:`attn_ref.images.image_to_vectors`, :func:`attn_ref.images.patchify`.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 from attn_ref.attention import band_mask as _band_mask
 from attn_ref.images import image_to_vectors as _image_to_vectors
 from attn_ref.images import patchify as _patchify
-from attn_ref.local import banded_attention
+from attn_ref.truncated import truncated_attention as _truncated
 
 from ..core import Mistake, Task
 from . import _stability
@@ -74,7 +74,7 @@ BAND_MISTAKES = (
 # --- task 2: truncated self-attention ------------------------------------------------------------
 
 def _ref_truncated(Q, K, V, w):
-    return banded_attention(Q, K, V, w)[0]
+    return _truncated(Q, K, V, w)[0]
 
 
 def _cases_truncated(rng):

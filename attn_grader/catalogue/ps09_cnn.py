@@ -160,7 +160,8 @@ SCORES_MISTAKES = (
 def _ref_attention_as_conv(x, kernel):
     x, kernel = np.asarray(x, dtype=float), np.asarray(kernel, dtype=float)
     params = conv_as_attention_params(kernel[None, None])
-    return relative_attention_conv(x[:, :, None], params, alpha=np.inf)[:, :, 0]  # (H, W)
+    out, _ = relative_attention_conv(x[:, :, None], params, alpha=np.inf)
+    return out[:, :, 0]  # (H, W)
 
 
 #: One-hot heads done right: head (i, j) reads the zero-padded image shifted by (i - K//2, j - K//2).

@@ -195,7 +195,7 @@ SOFTMAX_MISTAKES = (
 
 def _ref_gat(X, A, W, a_src, a_dst):
     params = {"W": W, "att_src": np.asarray(a_src)[None], "att_dst": np.asarray(a_dst)[None], "bias": None}
-    out, alpha = gat_layer(X, np.asarray(A, dtype=bool), params, heads=1, add_self_loops=False)
+    out, alpha = gat_layer(X, np.asarray(A, dtype=bool), params, n_heads=1, add_self_loops=False)
     return out, alpha[0]
 
 

@@ -57,7 +57,8 @@ def digest(folder: Path = EXECUTED) -> dict[str, list[list[str]]]:
                 # whole stream in its first output and repeat later chunks after it (MyST-NB's copy under
                 # _build/jupyter_execute does): a chunk already in the text is that repetition.
                 last = outputs[-1] if outputs else None
-                if last and out.get("output_type") == last.get("output_type") == "stream" and out["name"] == last["name"]:
+                same_stream = last and out.get("output_type") == last.get("output_type") == "stream"
+                if same_stream and out["name"] == last["name"]:
                     if out["text"] not in last["text"]:
                         outputs[-1] = {**last, "text": last["text"] + out["text"]}
                 else:
