@@ -72,3 +72,67 @@ def test_every_reference_module_is_named_for_one_idea():
     assert hasattr(truncated, "truncated_attention") and not hasattr(truncated, "banded_attention")
     text = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "book").glob("*.md"))
     assert not re.search(r"banded_attention|attn_ref\.local\b", text)
+
+
+def _imports_of(paths) -> set[str]:
+    """Top-level module names the Python files (and the chapters' code cells) import."""
+    import ast
+
+    names = set()
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        codes = chapter_code.CODE_CELL.findall(text) if path.suffix == ".md" else [text]
+        for code in codes:
+            code = "\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!", ":")))
+            try:
+                tree = ast.parse(code)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names |= {a.name.split(".")[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names.add(node.module.split(".")[0])
+    local = {p.stem for d in ("tests", "book/_ext", "tests/attacks") for p in (ROOT / d).glob("*.py")}
+    ours = {"attn_ref", "attn_book", "attn_grader", "bench"}
+    return {n for n in names if n not in sys.stdlib_module_names and n not in local | ours and not n.startswith("_")}
+
+
+def _distributions(modules: set[str]) -> set[str]:
+    from importlib.metadata import packages_distributions
+
+    dists = packages_distributions()
+    missing = {m for m in modules if m not in dists}
+    assert not missing, f"imported but installed by no distribution: {missing}"
+    return {_norm(d) for m in modules for d in dists[m][:1]}
+
+
+def _norm(name: str) -> str:
+    return re.split(r"[\[<>=~! ;]", name.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _files(*dirs, pattern="*.py"):
+    return [p for d in dirs for p in (ROOT / d).rglob(pattern) if "__pycache__" not in p.parts]
+
+
+def test_the_dependency_files_say_what_each_part_imports():
+    """requirements.txt pins every package imported directly anywhere; pyproject.toml declares what each
+    package needs: attn_ref NumPy alone, attn_book the `book` extra, attn_grader the `grading` extra."""
+    import tomllib
+
+    pins = {_norm(ln.split("#")[0]) for ln in (ROOT / "requirements.txt").read_text().splitlines()
+            if ln.split("#")[0].strip() and not ln.startswith("-")}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    base = {_norm(d) for d in project["dependencies"]}
+    extras = {k: {_norm(d) for d in v} for k, v in project["optional-dependencies"].items()}
+
+    everything = _imports_of(_files("attn_ref", "attn_book", "attn_grader", "bench", "tests", "book/_ext")
+                             + _files("book", pattern="*.md"))
+    unpinned = _distributions(everything) - pins
+    assert not unpinned, f"imported directly but not pinned in requirements.txt: {unpinned}"
+
+    assert _distributions(_imports_of(_files("attn_ref"))) <= base == {"numpy"}
+    assert not (need := _distributions(_imports_of(_files("attn_book"))) - base - extras["book"]), need
+    assert not (need := _distributions(_imports_of(_files("attn_grader"))) - base - extras["grading"]), need
+    for extra in extras.values():  # and every extra is pinned for .venv
+        assert extra <= pins | {"nbgrader"}, extra - pins
