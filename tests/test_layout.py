@@ -136,3 +136,19 @@ def test_the_dependency_files_say_what_each_part_imports():
     assert not (need := _distributions(_imports_of(_files("attn_grader"))) - base - extras["grading"]), need
     for extra in extras.values():  # and every extra is pinned for .venv
         assert extra <= pins | {"nbgrader"}, extra - pins
+
+
+def test_each_chapter_page_shows_its_modules_in_its_language():
+    from bs4 import BeautifulSoup
+    from site_helpers import SITE, need_site
+
+    need_site()
+    for ch in chapter_code.chapters():
+        found = chapter_code.chapter_map(ch)
+        for page, title in ((SITE / "book" / f"{ch}.html", "Code of this chapter"),
+                            (SITE / "zh" / "book" / f"{ch}.html", "本章代码")):
+            line = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one("p.chapter-code")
+            assert line is not None, f"{page}: no {{chapter-code}} line"
+            text = line.get_text()
+            assert text.startswith(title), (page, text)
+            assert all(m in text for m in found["reference"] + found["support"] + found["exercise"]), (page, text)

@@ -135,6 +135,14 @@ def glossary_terms() -> list[tuple[str, str]]:
     return rows
 
 
+def test_the_chinese_edition_leaves_nothing_in_the_english_site():
+    """The zh build's rendered notebooks (MyST-NB writes them beside its outdir) do not stay in the site."""
+    need_site()
+    need((ZH / "index.html").is_file(), f"no Chinese edition at {ZH}: run make book")
+    assert not (SITE / "jupyter_execute").exists()
+    assert list((ZH / "_images").glob("*.png")), "the Chinese pages' images are their own copies"
+
+
 def test_glossary_terms_are_used_on_the_chinese_pages():
     need_site()
     need((ZH / "index.html").is_file(), f"no Chinese edition at {ZH}: run make book")

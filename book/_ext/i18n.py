@@ -11,6 +11,7 @@ up in the catalogue as an untranslated or fuzzy message (tests/test_zh.py fails 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,9 @@ def main(argv: list[str]) -> int:
         root = Path(argv[1]) if len(argv) > 1 else ROOT / "_build"
         out = root / "html" / "zh"
         code = build("html", out, root / ".doctrees-zh", LANG, build_root=root)
+        # MyST-NB writes the notebooks it renders beside its outdir, here inside the English site
+        # (html/jupyter_execute); the pages use the copies in zh/_images, so the folder goes.
+        shutil.rmtree(out.parent / "jupyter_execute", ignore_errors=True)
         print(f"Chinese edition: file://{out}/index.html")
         return code
     raise SystemExit(f"unknown step {what!r}: pot, update or zh")
