@@ -95,7 +95,8 @@ def setup(app):
             words = LABELS[lang]
             chapter = Path(self.env.docname).name
             found = chapter_map(chapter)
-            para = nodes.paragraph(classes=["chapter-code"])
+            # written in the page's language here, so not a message of the catalogues
+            para = nodes.paragraph(classes=["chapter-code"], translatable=False)
             para += nodes.strong(text=words["title"])
             para += nodes.Text(" — " if lang == "en" else "：")
             parts = [(key, found[key]) for key in ("reference", "support", "exercise", "catalogue") if found[key]]
