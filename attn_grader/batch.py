@@ -78,16 +78,17 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
             tasks, no_catalogue = tasks_of(a), None
         except Exception as exc:  # noqa: BLE001 - an assignment without a catalogue is graded by nbgrader only
             tasks, no_catalogue = [], f"no catalogue attn_grader.catalogue.{a} ({type(exc).__name__}): re-check skipped"
-        cases = {t.func_name: recheck.cases_for(t, course.secret) for t in tasks}
         # The re-checks (each a sandboxed process of its own) run beside nbgrader's autograde, one at a
         # time in a thread: they need only the answers, and a notebook's kernel leaves the CPU idle
         # much of the time it runs (waiting for replies).
-        rechecks = {}
+        rechecks, cases_of = {}, {}  # the re-check's inputs depend on each submission's answers
         with ThreadPoolExecutor(1, thread_name_prefix="attn-recheck") as pool:
             if tasks:
                 for s, item in group:
+                    cases_of[s.sid] = {t.func_name: recheck.cases_for(t, course.secret, item["answers"])
+                                       for t in tasks}
                     rechecks[s.sid] = pool.submit(
-                        recheck.run, tasks, cases, course.setups[a], item["answers"], work,
+                        recheck.run, tasks, cases_of[s.sid], course.setups[a], item["answers"], work,
                         wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory, cpu_seconds=opts.recheck_seconds,
                         call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox)
             ContainedExecute.reports.clear()
@@ -121,7 +122,7 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
             verdicts = {}
             if tasks:
                 index = rechecks[s.sid].result()
-                by_func = recheck.compare(tasks, cases, index)
+                by_func = recheck.compare(tasks, cases_of[s.sid], index)
                 verdicts = {f"{t.func_name}_test": by_func[t.func_name] for t in tasks}
                 r.mistakes = {gid: {"name": v.mistake, "message": v.message, **(v.example or {})}
                               for gid, v in verdicts.items() if not v.passed and v.mistake}

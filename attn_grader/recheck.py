@@ -74,11 +74,23 @@ def brief(value, limit: int = 240) -> str:
     return f"a {type(value).__name__}"[:limit]
 
 
-def cases_for(task: Task, secret: bytes) -> list[tuple]:
-    """The re-check's inputs for ``task``: its case generator driven by a seed from the course secret."""
+def answers_digest(answers: dict[str, str]) -> str:
+    """A digest of a submission's answer cells: what its re-check inputs depend on besides the secret."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()
+
+
+def cases_for(task: Task, secret: bytes, answers: dict[str, str] | None = None) -> list[tuple]:
+    """The re-check's inputs for ``task``: its case generator driven by a seed from the course secret and,
+    given ``answers``, from the submission's answer cells.  The same submission gets the same inputs (a
+    regrade gives the same grades); a changed one gets new inputs, so inputs an answer smuggled out in its
+    feedback (an error message, a print) are no use to the next submission (a table of their outputs)."""
     from .secret import seed_for
 
-    return list(task.cases(np.random.default_rng(seed_for(secret, task.key))))
+    key = task.key if answers is None else f"{task.key}:{answers_digest(answers)}"
+    return list(task.cases(np.random.default_rng(seed_for(secret, key))))
 
 
 def run(tasks: list[Task], cases: dict[str, list], setup: str, answers: dict[str, str], work: str, *,

@@ -114,6 +114,25 @@ def test_limits_and_no_nested_namespaces(tmp_path):
     assert lines[0] == "refused" and int(lines[1]) == 1 << 30
 
 
+@needs_sandbox
+def test_only_the_capped_places_are_writable(tmp_path):
+    """A blind attack wrote 20 files of 255 MB at / (a tmpfs in host memory that the address-space limit
+    does not count): 10 GB of the grader's machine.  / and /dev are read-only; /tmp and /dev/shm are capped."""
+    code = ("import errno, os\n"
+            "for path in ('/fill', '/dev/fill', '/usr/fill'):\n"
+            "    try:\n        open(path, 'wb').write(b'x')\n        print(path, 'written')\n"
+            "    except OSError as e:\n        print(path, errno.errorcode[e.errno])\n"
+            "for d in ('/tmp', '/dev/shm'):\n"
+            "    st = os.statvfs(d)\n    print(d, st.f_blocks * st.f_frsize)\n"
+            "open('written', 'w').write('x')\n")
+    r = _in_box(tmp_path, code, tmp_bytes=8 << 20)
+    assert r.returncode == 0, r.stderr
+    out = dict(line.rsplit(" ", 1) for line in r.stdout.splitlines())
+    assert out["/fill"] == "EROFS" and out["/dev/fill"] == "EROFS" and out["/usr/fill"] in ("EROFS", "EACCES")
+    assert int(out["/tmp"]) == int(out["/dev/shm"]) == 8 << 20
+    assert (tmp_path / "box" / "written").read_text() == "x"  # the working folder still is
+
+
 def test_unusable_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr(sandbox, "BWRAP", "/nonexistent/bwrap")
     why = sandbox.unusable()
@@ -298,3 +317,30 @@ def test_a_submission_killed_behind_a_poison_one_is_tried_again_alone():
     assert by["ann"].status == by["bob"].status == "ok"  # each killed once alone, then graded
     assert by["poison"].status == "ungradable" and "died every time" in by["poison"].reason[0]
     assert client.calls.count(["poison"]) == cluster.SINGLE_TRIES
+
+
+def test_recheck_inputs_change_with_the_submission():
+    """A blind attack leaked one submission's re-check inputs through its feedback (error messages) and
+    resubmitted a table of their softmax: 2/10 for no softmax.  The inputs now depend on the answers too:
+    the same answers get the same inputs (a regrade gives the same grades), changed answers new ones."""
+    import numpy as np
+
+    from attn_grader.core import get_task
+    from attn_grader.recheck import cases_for
+
+    task = get_task("ps04_step_by_step", "normalise")
+    secret = b"0" * 64
+    leaking = {"normalise_answer": "def normalise(s):\n    raise RuntimeError(repr(s))\n"}
+    table = {"normalise_answer": "TABLE = {}\ndef normalise(s):\n    return TABLE[s.tobytes()]\n"}
+
+    def same(a, b):
+        return all(np.array_equal(np.asarray(x), np.asarray(y)) for m, n in zip(a, b, strict=True)
+                   for x, y in zip(m, n, strict=True))
+
+    first = cases_for(task, secret, leaking)
+    assert same(first, cases_for(task, secret, dict(leaking)))
+    later = cases_for(task, secret, table)
+    assert len(first) == len(later)
+    new = [not same([m], [n]) for m, n in zip(first, later, strict=True)]
+    # the fixed edge cases (an all-equal row, huge scores) stay; every drawn one is new, so a table fails
+    assert sum(new) >= len(new) // 2, f"leaked inputs reused: {new}"
