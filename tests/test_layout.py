@@ -76,23 +76,13 @@ def test_every_reference_module_is_named_for_one_idea():
 
 def _imports_of(paths) -> set[str]:
     """Top-level module names the Python files (and the chapters' code cells) import."""
-    import ast
+    from notebooks import _imports
 
     names = set()
     for path in paths:
         text = path.read_text(encoding="utf-8")
-        codes = chapter_code.CODE_CELL.findall(text) if path.suffix == ".md" else [text]
-        for code in codes:
-            code = "\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!", ":")))
-            try:
-                tree = ast.parse(code)
-            except SyntaxError:
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    names |= {a.name.split(".")[0] for a in node.names}
-                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                    names.add(node.module.split(".")[0])
+        found = chapter_code.cell_imports(text) if path.suffix == ".md" else _imports(text)
+        names |= {n.split(".")[0] for n in found}
     local = {p.stem for d in ("tests", "book/_ext", "tests/attacks") for p in (ROOT / d).glob("*.py")}
     ours = {"attn_ref", "attn_book", "attn_grader", "bench"}
     return {n for n in names if n not in sys.stdlib_module_names and n not in local | ours and not n.startswith("_")}

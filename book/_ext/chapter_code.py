@@ -12,12 +12,12 @@ its grading catalogue ``attn_grader/catalogue/psNN_<chapter>.py``.  So it cannot
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # notebooks.py beside it
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 LABELS = {
     "en": {"title": "Code of this chapter", "reference": "reference", "support": "figures, data, models",
@@ -27,23 +27,17 @@ LABELS = {
 }
 
 
+def cell_imports(source: str) -> set[str]:
+    """Every module a chapter's code cells import (``notebooks._imports`` per cell, its option lines dropped)."""
+    from notebooks import _imports
+
+    return {name for code in CODE_CELL.findall(source)
+            for name in _imports("\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith(":")))}
+
+
 def imported_modules(source: str) -> list[str]:
     """The first-party modules (``attn_ref.x``, ``attn_book.y.z``) a chapter's code cells import, sorted."""
-    found: list[str] = []
-    for code in CODE_CELL.findall(source):
-        lines = [ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!", ":"))]
-        try:
-            tree = ast.parse("\n".join(lines))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names = [node.module]
-            found += [n for n in names if n.split(".")[0] in ("attn_ref", "attn_book") and n not in found]
-    return sorted(found)
+    return sorted(n for n in cell_imports(source) if n.split(".")[0] in ("attn_ref", "attn_book"))
 
 
 def chapter_map(chapter: str, root: Path = ROOT) -> dict[str, list[str]]:
