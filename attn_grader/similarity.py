@@ -24,7 +24,6 @@ import functools
 import io
 import itertools
 import json
-import logging
 import os
 from dataclasses import asdict, dataclass, field
 
@@ -34,6 +33,7 @@ THRESHOLD = 0.55  # a pair's score (0..1) from which it is reported (tests/simil
 MIN_SHARED = 60  # characters of normalised code both notebooks must share before a pair is reported
 NOISE = 25  # copydetect's noise threshold k: shorter matches are never found (its default)
 GUARANTEE = 25  # copydetect's guarantee threshold: matches this long are always found (window 1: every k-gram)
+MAX_CODE = 20_000  # characters of one answer cell compared (a right answer is a few hundred; the tokeniser is slow)
 STORE = "similarity.json"  # in .grader/: the pairs per assignment, for the class report
 
 
@@ -94,7 +94,7 @@ class _Cell:
                       if 0 < k <= len(self.line_of) and not own_lines[k - 1].lstrip().startswith("#"))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def _cell(code: str, starter: str) -> _Cell:
     return _Cell(code, starter, _boilerplate(starter))
 
@@ -117,18 +117,18 @@ def compare(answers: dict[str, dict[str, str]], starters: dict[str, str], thresh
     compared."""
     from copydetect import compare_files
 
-    logging.getLogger().disabled, was = True, logging.getLogger().disabled  # copydetect warns through root
-    try:
-        prints: dict[str, dict[str, object]] = {}  # student -> grade id -> fingerprint
-        for gid, starter in starters.items():
-            for student, cells in answers.items():
-                code = cells.get(gid)
-                if isinstance(code, str) and code.strip() and code.strip() != starter.strip():
-                    cell = _cell(code, starter)
-                    if cell.fp.hashes:
-                        prints.setdefault(student, {})[gid] = cell
-    finally:
-        logging.getLogger().disabled = was
+    prints: dict[str, dict[str, _Cell]] = {}  # student -> grade id -> fingerprinted cell
+    for gid, starter in starters.items():
+        for student, cells in answers.items():
+            code = cells.get(gid)
+            if not isinstance(code, str) or not code.strip() or code.strip() == starter.strip():
+                continue
+            try:
+                cell = _cell(code[:MAX_CODE], starter)
+            except Exception:  # noqa: BLE001, S112 - a cell the tokeniser cannot take is not compared
+                continue
+            if cell.fp.hashes:
+                prints.setdefault(student, {})[gid] = cell
     coverage = {s: sum(float(c.fp.token_coverage) for c in cells.values()) for s, cells in prints.items()}
     pairs = []
     for a, b in itertools.combinations(sorted(prints), 2):
