@@ -8,6 +8,7 @@ checked on a rendered page with a submission that carries ``<script>`` in its co
 import sys
 from pathlib import Path
 
+import copydetect  # noqa: F401 - its import (matplotlib's pyplot: about a second) before any test's clock
 import numpy as np
 import pytest
 from bs4 import BeautifulSoup
@@ -141,3 +142,14 @@ def test_class_report_without_pairs_says_so():
 def test_answers_of_the_release_are_the_starters():
     rel = release(A)
     assert similarity.starters_of(rel) == answers_of(rel)
+
+
+def test_a_huge_answer_cell_is_cut_before_the_tokeniser(ps04):
+    _, starters = ps04
+    gid = "normalise_answer"
+    body = "".join(f"    v{k} = np.exp(alpha - {k}) / np.sum(alpha * {k})\n" for k in range(100_000))
+    huge = starters[gid].replace("    # YOUR CODE HERE\n    raise NotImplementedError()", body)
+    assert len(huge) > 100 * similarity.MAX_CODE
+    pairs = similarity.compare({"a": {gid: huge}, "b": {gid: huge}}, starters)
+    assert len(pairs) == 1 and pairs[0].score == 1.0
+    assert len(pairs[0].cells[0].code_a) == similarity.MAX_CODE
