@@ -157,7 +157,8 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
         shutil.copy(master_db, sqlite_path(working_url))
     n = len(subs)
     done: dict[str, Result] = {}
-    code = _code_digest(PACKAGES) + json.dumps(asdict(opts), sort_keys=True)
+    code = _code_digest(PACKAGES) + json.dumps({k: v for k, v in asdict(opts).items()  # what grades depend on
+                                                if not k.startswith("similarity")}, sort_keys=True)
     digests = {(s.student, s.assignment): _digest(s, root, code) for s in subs}
     kept = _journal_kept(root)
     journal = open(os.path.join(state_dir(root), JOURNAL), "a", encoding="utf-8")  # noqa: SIM115
