@@ -2,6 +2,7 @@
 
     python -m attn_grader.autograde [--jobs N | --scheduler tcp://host:8786] [--assignment PS]
                                     [--course DIR] [--db-url URL] [--no-sandbox]
+                                    [--similarity SCORE] [--similarity-min N]
 
 The pipeline, one module a step, for every ``submitted/<student>/<assignment>/``:
 
@@ -98,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell-timeout", type=int, default=Options.cell_timeout)
     p.add_argument("--budget", type=int, default=Options.budget)
     p.add_argument("--memory-gb", type=float, default=Options.memory / (1 << 30))
+    p.add_argument("--similarity", type=float, default=Options.similarity, metavar="SCORE",
+                   help="the class report lists pairs of submissions whose answer code is alike from this score "
+                        "(0..1, default %(default)s; 2 lists none); students are never told")
+    p.add_argument("--similarity-min", type=int, default=Options.similarity_min, metavar="N",
+                   help="... and only when both share at least N characters of normalised code "
+                        "(default %(default)s: one-liners that everyone writes are not enough)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="grade without the sandbox where bubblewrap cannot run (every row says so)")
     p.add_argument("--options", help=argparse.SUPPRESS)  # grade(): every Options field as JSON
@@ -120,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.options:
         opts = Options(**json.loads(args.options))
     else:
-        opts = Options(cell_timeout=args.cell_timeout, budget=args.budget, memory=int(args.memory_gb * (1 << 30)))
+        opts = Options(cell_timeout=args.cell_timeout, budget=args.budget, memory=int(args.memory_gb * (1 << 30)),
+                       similarity=args.similarity, similarity_min=args.similarity_min)
     if args.no_sandbox:
         opts.sandbox = False
     if opts.sandbox:

@@ -12,6 +12,8 @@ they were.  Per assignment:
   only: the example does not say whose it is), then wrong outputs no catalogued mistake reproduces,
   answers that raised, and tasks whose notebook test failed while the re-check passed;
 * the flagged and the ungradable submissions with their reasons;
+* the pairs of submissions whose answer code is alike (:mod:`.similarity`), ranked by score, each
+  with its matching lines side by side (the students are never told);
 * when the last run graded, how long it took and on how many workers.
 
 The page is self-contained and works offline: inline CSS, images as ``data:`` URIs, no script.
@@ -134,7 +136,62 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _section(assignment: str, results: list[Result]) -> str:
+SIMILAR_TABLE = 100  # pairs listed per assignment
+SIMILAR_SHOWN = 20  # pairs shown side by side
+CODE_LINES = 120  # lines of one answer cell shown (a cell longer than this is cut, and says so)
+
+
+def _code_column(code: str, matched: list[int]) -> str:
+    """One student's answer cell, numbered, the lines that match the other's in <mark> (and marked "=")."""
+    lines = code.splitlines()
+    marks = set(matched)
+    out = []
+    for n, line in enumerate(lines[:CODE_LINES], start=1):
+        text = f"{n:>3} {'=' if n in marks else ' '} {line[:300]}"
+        out.append(f"<mark>{_e(text)}</mark>" if n in marks else _e(text))
+    if len(lines) > CODE_LINES:
+        out.append(_e(f"... {len(lines) - CODE_LINES} more lines"))
+    return '<pre class="code"><code>' + "\n".join(out) + "</code></pre>"
+
+
+def _similar(assignment: str, entry: dict | None) -> str:
+    """The assignment's alike pairs (:mod:`.similarity`): a ranked table, then the top pairs side by side."""
+    if not entry:
+        return ""
+    pairs = entry.get("pairs", [])
+    hid = "sim-" + _e(assignment)
+    out = [f'<section aria-labelledby="{hid}"><h3 id="{hid}">Alike answer code</h3>',
+           f"<p>{_e(entry.get('compared', 0))} submissions compared, their answer cells only with the released "
+           f"starter code left out (copydetect's winnowing, as MOSS; names, comments and layout do not count). "
+           f"A pair is listed from a score of {_e(entry.get('threshold'))} when both share at least "
+           f"{_e(entry.get('min_shared'))} characters of normalised code. A score is a reason to look, not "
+           "proof; students are not told.</p>"]
+    if not pairs:
+        out.append("<p>No pair of submissions is alike enough to list.</p></section>")
+        return "\n".join(out)
+    out.append(f'<table class="similar"><caption>Alike pairs of {_e(assignment)}, highest score first</caption>'
+               '<thead><tr><th scope="col">rank</th><th scope="col">student</th><th scope="col">student</th>'
+               '<th scope="col">score</th><th scope="col">shares (first, second)</th>'
+               '<th scope="col">matched normalised characters</th><th scope="col">cells</th></tr></thead><tbody>')
+    for k, p in enumerate(pairs[:SIMILAR_TABLE], start=1):
+        out.append(f'<tr><td class="n">{k}</td><td>{_e(p.a)}</td><td>{_e(p.b)}</td><td class="n">{p.score:.2f}</td>'
+                   f'<td>{p.share_a:.0%}, {p.share_b:.0%}</td><td class="n">{int(p.shared)}</td>'
+                   f'<td>{_e(", ".join(c.cell for c in p.cells))}</td></tr>')
+    out.append("</tbody></table>")
+    if len(pairs) > SIMILAR_TABLE:
+        out.append(f"<p>{len(pairs) - SIMILAR_TABLE} more pairs are not listed.</p>")
+    for k, p in enumerate(pairs[:SIMILAR_SHOWN], start=1):
+        out.append(f'<h4 id="{hid}-{k}">{k}. {_e(p.a)} and {_e(p.b)}: score {p.score:.2f}</h4>')
+        for c in p.cells:
+            out.append(f'<table class="side"><caption>{_e(c.cell)}: matching lines marked = and highlighted'
+                       f'</caption><thead><tr><th scope="col">{_e(p.a)}</th><th scope="col">{_e(p.b)}</th>'
+                       f"</tr></thead><tbody><tr><td>{_code_column(c.code_a, c.lines_a)}</td>"
+                       f"<td>{_code_column(c.code_b, c.lines_b)}</td></tr></tbody></table>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _section(assignment: str, results: list[Result], similar: dict | None = None) -> str:
     graded = [r for r in results if r.status != "ungradable"]
     out = [f'<section aria-labelledby="h-{_e(assignment)}"><h2 id="h-{_e(assignment)}">{_e(assignment)}</h2>']
     n_flag = sum(r.status == "flagged" for r in results)
@@ -195,6 +252,7 @@ def _section(assignment: str, results: list[Result]) -> str:
             why = "; ".join([*r.reason, *r.flags]) or "-"
             out.append(f"<tr><td>{_e(r.student)}</td><td>{_e(r.status)}</td><td>{_e(why[:600])}</td></tr>")
         out.append("</tbody></table>")
+    out.append(_similar(assignment, similar))
     out.append("</section>")
     return "\n".join(out)
 
@@ -209,11 +267,15 @@ td.n { text-align: right; width: 5rem; } td.ex code { font-size: 0.85rem; }
 table.findings td:nth-child(2) { min-width: 11rem; } table.findings td:nth-child(4) { width: 40%; }
 code { font-family: ui-monospace, monospace; overflow-wrap: anywhere; }
 img { max-width: 100%; height: auto; } figure { margin: 0.5rem 0; } figcaption { color: #444; }
+table.side { table-layout: fixed; } table.side td { width: 50%; padding: 0; }
+pre.code { margin: 0; padding: 0.3rem; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85rem; }
+pre.code mark { background: #fde68a; color: #1a1a1a; font-weight: 600; }
 """
 
 
-def render(results: dict[str, Result], run: dict | None = None) -> str:
-    """The page's HTML from ``{"student/assignment": Result}`` and the last run's facts."""
+def render(results: dict[str, Result], run: dict | None = None, similar: dict | None = None) -> str:
+    """The page's HTML from ``{"student/assignment": Result}``, the last run's facts and the alike pairs
+    (:func:`attn_grader.similarity.load`)."""
     by_a: dict[str, list[Result]] = {}
     for key in sorted(results):
         by_a.setdefault(results[key].assignment, []).append(results[key])
@@ -230,7 +292,7 @@ def render(results: dict[str, Result], run: dict | None = None) -> str:
                  "<code>grading_report.md</code> and <code>feedback/</code>.</p>")
     if not by_a:
         parts.append("<p>Nothing graded yet.</p>")
-    parts += [_section(a, rs) for a, rs in sorted(by_a.items())]
+    parts += [_section(a, rs, (similar or {}).get(a)) for a, rs in sorted(by_a.items())]
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"
 
@@ -248,8 +310,10 @@ def write(root: str, results: dict[str, Result], run: dict | None = None) -> str
                 run = json.load(f)
         except (OSError, ValueError):
             run = None
+    from . import similarity
+
     path = os.path.join(root, REPORT_FILE)
-    write_atomic(path, render(results, run if isinstance(run, dict) else None))
+    write_atomic(path, render(results, run if isinstance(run, dict) else None, similarity.load(root)))
     return path
 
 

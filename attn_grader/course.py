@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import nbformat
 
+from .similarity import MIN_SHARED, THRESHOLD
+
 warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader re-adding a submission
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = [os.path.join(REPO, p) for p in ("attn_ref", "attn_grader")]  # what a kernel may import
@@ -34,6 +36,8 @@ class Options:
     box_bytes: int = 256 << 20  # size of a sandbox's working folder
     sandbox: bool = True  # False only with --no-sandbox
     stall_seconds: int = 0  # nothing heard this long: the busy workers are restarted (0: budget + re-check + 180)
+    similarity: float = THRESHOLD  # alike answers are in the class report from this score (0..1)
+    similarity_min: int = MIN_SHARED  # ... when they share this much normalised code (.similarity)
 
 
 @dataclass

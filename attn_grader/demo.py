@@ -3,10 +3,13 @@
     python -m attn_grader.demo [--jobs N] [--course DIR] [--assignment PS]
 
 Eight students hand in the assignment (default ps04_step_by_step, the worked example):
-``correct`` and ``correct_too`` (the solution's answers), ``partly_wrong``, ``same_slip`` and
-``other_slip`` (catalogued mistakes: the first two make the same one), ``two_slips`` (mistakes in two
-tasks), ``blank`` (the release, unanswered) and ``broken`` (a notebook whose JSON is cut off).
-The class report (``class_report.html``) ranks the mistakes.  Without ``--course`` the
+``correct`` (the solution's answers) and ``correct_too`` (``correct``'s answers copied, the variables
+renamed, the comments dropped and independent lines swapped: :func:`disguise`), ``partly_wrong``,
+``same_slip`` and ``other_slip`` (catalogued mistakes: the first two make the same one), ``two_slips``
+(mistakes in two tasks), ``blank`` (the release, unanswered) and ``broken`` (a notebook whose JSON is cut
+off).  The four who slip write the rest in their own words (:data:`OWN_ANSWERS`, for ps04; the solution's
+elsewhere).  The class report (``class_report.html``) ranks the mistakes and shows the one copied pair
+(``correct``, ``correct_too``) side by side.  Without ``--course`` the
 class is built in _build/grade-demo (solutions/ copied there, replaced on each run) and kept; with
 ``--course`` the submissions are written into that course's submitted/ folder.
 """
@@ -14,9 +17,13 @@ class is built in _build/grade-demo (solutions/ copied there, replaced on each r
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
+import io
 import os
+import re
 import shutil
+import tokenize
 
 import nbformat
 
@@ -39,6 +46,144 @@ def with_answers(release, answers: dict[str, str]):
     return nb
 
 
+#: ps04's answers as four students wrote them, each on their own (right answers; the demo's slips replace
+#: some): student -> {grade id: the body they wrote below the released def line and docstring}
+#: (:func:`own_answers`).  Also independently written answers the similarity report is measured on
+#: (README, "Who copied from whom").
+OWN_ANSWERS = {
+    "partly_wrong": {
+        "query_key_value_answer": '''    query = np.dot(W_q, a_j)
+    key = np.dot(W_k, a_j)
+    value = np.dot(W_v, a_j)
+    return query, key, value
+''',
+        "attention_scores_for_query_answer": '''    q = np.dot(W_q, a[:, i])
+    n = a.shape[1]
+    scores = np.zeros(n)
+    for j in range(n):
+        k = np.dot(W_k, a[:, j])
+        scores[j] = np.dot(q, k)
+    return scores
+''',
+        "normalise_answer": '''    shifted = alpha - alpha.max()
+    exps = np.exp(shifted)
+    total = exps.sum()
+    return exps / total
+''',
+        "output_for_query_answer": '''    weights = normalise(attention_scores_for_query(a, i, W_q, W_k))
+    b = np.zeros(W_v.shape[0])
+    for j in range(a.shape[1]):
+        b += weights[j] * np.dot(W_v, a[:, j])
+    return b
+'''},
+    "same_slip": {
+        "query_key_value_answer": '''    return tuple(W @ a_j for W in (W_q, W_k, W_v))
+''',
+        "attention_scores_for_query_answer": '''    return (W_q @ a[:, i]) @ (W_k @ a)
+''',
+        "normalise_answer": '''    z = np.exp(alpha - np.max(alpha))
+    return z / np.sum(z)
+''',
+        "output_for_query_answer": '''    alpha = attention_scores_for_query(a, i, W_q, W_k)
+    return (W_v @ a) @ normalise(alpha)
+'''},
+    "other_slip": {
+        "query_key_value_answer": '''    q, k, v = (W_q @ a_j, W_k @ a_j, W_v @ a_j)
+    return q, k, v
+''',
+        "attention_scores_for_query_answer": '''    keys = W_k @ a  # one key per column
+    query = W_q @ a[:, i]
+    return np.array([keys[:, j] @ query for j in range(a.shape[1])])
+''',
+        "normalise_answer": '''    m = np.max(alpha)
+    log_total = m + np.log(np.sum(np.exp(alpha - m)))
+    return np.exp(alpha - log_total)
+''',
+        "output_for_query_answer": '''    values = W_v @ a
+    keys = W_k @ a
+    query = W_q @ a[:, i]
+    s = keys.T @ query
+    p = np.exp(s - s.max())
+    p = p / p.sum()
+    return values @ p
+'''},
+    "two_slips": {
+        "query_key_value_answer": '''    return (np.einsum("ij,j->i", W_q, a_j), np.einsum("ij,j->i", W_k, a_j),
+            np.einsum("ij,j->i", W_v, a_j))
+''',
+        "attention_scores_for_query_answer": '''    return np.einsum("k,kn->n", W_q @ a[:, i], W_k @ a)
+''',
+        "normalise_answer": '''    w = np.exp(alpha - alpha.max())
+    w /= w.sum()
+    return w
+''',
+        "output_for_query_answer": '''    s = np.einsum("k,kn->n", W_q @ a[:, i], W_k @ a)
+    w = np.exp(s - s.max())
+    return np.einsum("vn,n->v", W_v @ a, w / w.sum())
+'''},
+}
+OWN_ASSIGNMENT = "ps04_step_by_step"
+STARTER_BODY = re.compile(r"^[ \t]*# YOUR CODE HERE\n[ \t]*raise NotImplementedError\(\)[ \t]*\n?", re.MULTILINE)
+
+
+def own_answers(release, student: str) -> dict[str, str]:
+    """{grade id: answer cell} of ``student`` in :data:`OWN_ANSWERS`: the release's starter of each cell
+    with the student's body in place of ``# YOUR CODE HERE`` / ``raise NotImplementedError()``."""
+    starters = answers_of(release)
+    return {gid: STARTER_BODY.sub(lambda _m, b=body: b, starters[gid], count=1)
+            for gid, body in OWN_ANSWERS[student].items()}
+
+
+def _reads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _writes(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def disguise(source: str, reorder: bool = True) -> str:
+    """``source`` as a student who copied it hands it in: each function's local variables renamed and,
+    with ``reorder``, the comments dropped and neighbouring one-line assignments that do not depend on
+    each other swapped (the code computes the same).  Source that does not parse comes back unchanged."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines(keepends=True)
+    local: set[str] = set()
+    for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+        params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+        local |= {w for st in fn.body for w in _writes(st)} - params
+        body = [st for st in fn.body if isinstance(st, ast.Assign) and st.lineno == st.end_lineno]
+        for first, second in zip(body[::2], body[1::2], strict=False) if reorder else ():
+            if second.lineno != first.lineno + 1 or _writes(first) & (_reads(second) | _writes(second)) \
+                    or _writes(second) & _reads(first):
+                continue
+            i, j = first.lineno - 1, second.lineno - 1
+            lines[i], lines[j] = lines[j], lines[i]
+    swapped = "".join(lines)
+    edits: dict[int, list[tuple[int, int, str]]] = {}  # row -> (start, end, replacement)
+    depth, previous = 0, None
+    tokens = list(tokenize.generate_tokens(io.StringIO(swapped).readline))
+    for k, tok in enumerate(tokens):
+        depth += tok.string in "([{" and tok.type == tokenize.OP
+        depth -= tok.string in ")]}" and tok.type == tokenize.OP
+        keyword = depth and k + 1 < len(tokens) and tokens[k + 1].string == "="
+        if tok.type == tokenize.COMMENT and reorder:
+            edits.setdefault(tok.start[0], []).append((tok.start[1], tok.end[1], ""))
+        elif tok.type == tokenize.NAME and tok.string in local and previous != "." and not keyword:
+            edits.setdefault(tok.start[0], []).append((tok.start[1], tok.end[1], "my_" + tok.string.lower()))
+        previous = tok.string
+    out = swapped.splitlines(keepends=True)
+    for row, changes in edits.items():
+        text = out[row - 1]
+        for start, end, new in sorted(changes, reverse=True):
+            text = text[:start] + new + text[end:]
+        out[row - 1] = text.rstrip() + "\n" if text.strip() else ""
+    return "".join(out)
+
+
 def build(root: str, assignment: str, repo: str) -> None:
     src = nbformat.read(os.path.join(repo, "solutions", assignment, assignment + ".ipynb"), as_version=4)
     release = nbformat.read(os.path.join(repo, "exercises", assignment, assignment + ".ipynb"), as_version=4)
@@ -46,13 +191,17 @@ def build(root: str, assignment: str, repo: str) -> None:
     tasks = tasks_of(assignment)
     first, last = tasks[0], tasks[-1]
 
-    def wrong(*slips):
-        return with_answers(release, dict(solution, **{f"{t.func_name}_answer": t.mistakes[k % len(t.mistakes)].source
-                                                       for t, k in slips}))
+    def wrong(student, *slips):
+        own = own_answers(release, student) if assignment == OWN_ASSIGNMENT else {}
+        slipped = {f"{t.func_name}_answer": t.mistakes[k % len(t.mistakes)].source for t, k in slips}
+        return with_answers(release, {**solution, **own, **slipped})
 
-    for student, nb in (("correct", with_answers(release, solution)), ("correct_too", with_answers(release, solution)),
-                        ("partly_wrong", wrong((first, 0))), ("same_slip", wrong((first, 0))),
-                        ("other_slip", wrong((first, 1))), ("two_slips", wrong((first, 0), (last, 0))),
+    copied = {gid: disguise(src) for gid, src in solution.items()}
+    for student, nb in (("correct", with_answers(release, solution)), ("correct_too", with_answers(release, copied)),
+                        ("partly_wrong", wrong("partly_wrong", (first, 0))),
+                        ("same_slip", wrong("same_slip", (first, 0))),
+                        ("other_slip", wrong("other_slip", (first, 1))),
+                        ("two_slips", wrong("two_slips", (first, 0), (last, 0))),
                         ("blank", release)):
         d = os.path.join(root, "submitted", student, assignment)
         os.makedirs(d, exist_ok=True)

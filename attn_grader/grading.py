@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import asdict
 
-from . import classreport, cluster, lms, recheck, record, sandbox
+from . import classreport, cluster, lms, recheck, record, sandbox, similarity
 from .course import PACKAGES, Options, course_db_url, prepare, quiet_logs, sqlite_path
 from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
@@ -157,7 +157,8 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
         shutil.copy(master_db, sqlite_path(working_url))
     n = len(subs)
     done: dict[str, Result] = {}
-    code = _code_digest(PACKAGES) + json.dumps(asdict(opts), sort_keys=True)
+    code = _code_digest(PACKAGES) + json.dumps({k: v for k, v in asdict(opts).items()  # what grades depend on
+                                                if not k.startswith("similarity")}, sort_keys=True)
     digests = {(s.student, s.assignment): _digest(s, root, code) for s in subs}
     kept = _journal_kept(root)
     journal = open(os.path.join(state_dir(root), JOURNAL), "a", encoding="utf-8")  # noqa: SIM115
@@ -185,6 +186,7 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
             print(f"[ran {ran_count}/{len(items)}] {record.shown(student)} {a}", flush=True)
 
     reused = 0
+    answers: dict[str, dict[str, dict[str, str]]] = {a: {} for a in assignments if a in course.releases}
     for s in subs:
         release = course.releases.get(s.assignment, (None, None))[1]
         old = kept.get(f"{s.student}/{s.assignment}")
@@ -199,6 +201,8 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
             report(r)
             continue
         clean = sanitize(s, {course.releases[s.assignment][0]: release})
+        if clean.notebook is not None:
+            answers[s.assignment][s.student] = clean.answers
         if clean.notebook is None:
             r = empty_result(s.student, s.assignment, release, reason=[clean.reason], flags=clean.flags,
                              notes=clean.notes, sandbox=opts.sandbox)
@@ -235,6 +239,7 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
                                                     sort_keys=True))
     present = {(s.student, s.assignment) for s in subs}
     stored = record.merge(root, done, assignments, lambda st, a: (st, a) in present)
+    _similar_pairs(root, subs, course, answers, opts, verbose)
     seconds = time.monotonic() - start
     classreport.write(root, stored, {"finished": time.time(), "seconds": round(seconds, 1), "workers": workers,
                                      "graded": len(done), "sandbox": opts.sandbox})
@@ -251,6 +256,27 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
     if verbose:
         _summary(done, seconds, workers, opts, export)
     return done
+
+
+def _similar_pairs(root, subs, course, answers, opts: Options, verbose: bool) -> None:
+    """Who copied from whom (:mod:`.similarity`): the alike pairs of every assignment graded, for the class
+    report only.  A submission kept from an interrupted run is read again for its answers."""
+    try:
+        for s in subs:
+            if s.assignment in answers and s.student not in answers[s.assignment]:
+                clean = sanitize(s, {course.releases[s.assignment][0]: course.releases[s.assignment][1]})
+                if clean.notebook is not None:
+                    answers[s.assignment][s.student] = clean.answers
+        found = similarity.find(answers, {a: course.releases[a][1] for a in answers}, opts.similarity,
+                                opts.similarity_min)
+        similarity.save(root, found)
+    except Exception as exc:  # noqa: BLE001 - the grades are written; the comparison is an extra
+        print(f"make grade: the similarity report was not made ({type(exc).__name__}: {exc})", flush=True)
+        return
+    if verbose:
+        n = sum(len(v["pairs"]) for v in found.values())
+        print(f"similarity: {n} pair(s) of submissions alike (score >= {opts.similarity:g}) in "
+              f"{classreport.REPORT_FILE}", flush=True)
 
 
 def _summary(this_run: dict[str, Result], seconds: float, workers: int, opts: Options, export=()) -> None:

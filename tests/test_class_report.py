@@ -245,3 +245,24 @@ def test_report_escapes_what_students_wrote():
     assert bad not in page and "&lt;img src=x" in page
     assert "<script" not in page.lower()
     json.dumps(res.to_dict())  # the new field is stored as JSON
+
+
+def test_alike_pairs_are_in_the_class_report_and_told_to_no_student(graded):
+    """s01..s03 hand in the same notebook (the solution with the same slip), s07 and s08 the solution:
+    the class report lists those pairs with score 1, their lines side by side; grades.csv and every
+    feedback page say nothing of it."""
+    root, soup = graded["root"], graded["soup"]
+    section = soup.find("section", attrs={"aria-labelledby": f"sim-{A}"})
+    assert section is not None and section.find("h3").get_text() == "Alike answer code"
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in section.find("table", class_="similar").tbody("tr")]
+    scores = {frozenset(r[1:3]): float(r[3]) for r in rows}
+    for pair in (("s01", "s02"), ("s01", "s03"), ("s02", "s03"), ("s07", "s08")):
+        assert scores[frozenset(pair)] == 1.0, pair
+    assert not any(s.startswith("s09") for p in scores for s in p)  # ungradable: no answers read
+    assert [float(r[3]) for r in rows] == sorted((float(r[3]) for r in rows), reverse=True)
+    assert section.find("table", class_="side").find("mark") is not None
+    told = [Path(root, "grades.csv"), *Path(root, "feedback").rglob("*.html")]
+    assert len(told) > 8
+    for path in told:
+        text = path.read_text(encoding="utf-8").lower()
+        assert "alike" not in text and "similar" not in text and "copied" not in text, path

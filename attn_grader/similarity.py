@@ -1,0 +1,206 @@
+"""Who copied from whom: the pairs of submissions whose answer code is suspiciously alike (instructor only).
+
+Fingerprints are copydetect's (https://github.com/blingenf/copydetect): the winnowing of Schleimer,
+Wilkerson and Aiken (SIGMOD 2003) that MOSS uses, on code tokenised with Pygments; comments and
+whitespace are dropped, every name becomes ``V`` (``F`` a function, ``O`` a class), every string
+``S``, so renamed variables and reformatted lines still match.
+
+Only the answer cells are compared (nbgrader solution cells, ``<task>_answer``), cell by cell, and
+each cell's released starter code (the ``def`` line, the docstring, ``raise NotImplementedError()``)
+is copydetect's boilerplate for that cell: a fingerprint that occurs in the starter is dropped.  The
+task text is never compared (it is in markdown cells).  A pair's score is the larger of the two
+students' shares of their own fingerprinted answer code that the other one has too (copydetect's
+similarity, summed over the cells); the pair is reported when the score reaches the threshold *and*
+the matched code is long enough in both notebooks (``min_shared`` characters of normalised code, a
+name counting as one): the same correct one-liner (``return Q @ K.T``) in two notebooks is below it.
+
+Nothing here reaches a student: the pairs are kept in ``.grader/similarity.json`` and shown in
+``class_report.html`` only (:mod:`.classreport`).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import itertools
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+THRESHOLD = 0.55  # a pair's score (0..1) from which it is reported (tests/similarity_cases.py measures it)
+MIN_SHARED = 60  # characters of normalised code both notebooks must share before a pair is reported
+NOISE = 25  # copydetect's noise threshold k: shorter matches are never found (its default)
+GUARANTEE = 25  # copydetect's guarantee threshold: matches this long are always found (window 1: every k-gram)
+MAX_CODE = 20_000  # characters of one answer cell compared (a right answer is a few hundred; the tokeniser is slow)
+STORE = "similarity.json"  # in .grader/: the pairs per assignment, for the class report
+
+
+@dataclass
+class CellMatch:
+    """One answer cell of a pair: both students' code and the lines (1-based) that match."""
+
+    cell: str  # grade id
+    code_a: str
+    code_b: str
+    lines_a: list[int] = field(default_factory=list)
+    lines_b: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Pair:
+    a: str  # student folder names, a < b
+    b: str
+    score: float  # max(share_a, share_b)
+    share_a: float  # the share of a's fingerprinted answer code that b has too
+    share_b: float
+    shared: int  # characters of normalised code that match (the smaller of the two sides)
+    cells: list[CellMatch] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Pair:
+        cells = [CellMatch(**c) for c in d.get("cells", [])]
+        return cls(**{**d, "cells": cells})
+
+
+class _Cell:
+    """One answer cell, fingerprinted: the lines handed out in its starter are left out first, so only the
+    student's own code is compared (``line_of``: a line of the fingerprinted code -> the cell's line)."""
+
+    def __init__(self, code: str, starter: str, boilerplate: np.ndarray):
+        from copydetect import CodeFingerprint
+
+        handed = {ln.strip() for ln in starter.splitlines() if ln.strip()}
+        lines = code.splitlines(keepends=True)
+        kept = [i for i, ln in enumerate(lines) if ln.strip() and ln.strip() not in handed]
+        own = "".join(lines[i] if lines[i].endswith("\n") else lines[i] + "\n" for i in kept)
+        self.code = code
+        self.line_of = [i + 1 for i in kept]
+        self.fp = CodeFingerprint("answer.py", NOISE, GUARANTEE - NOISE + 1, boilerplate, language="python",
+                                  fp=io.StringIO(own))
+
+    def lines(self, slices) -> list[int]:
+        """The cell's 1-based lines that copydetect's slices (character offsets in the own code) touch."""
+        own = self.fp.raw_code
+        starts = [0] + [i + 1 for i, ch in enumerate(own) if ch == "\n"]
+        out: set[int] = set()
+        for s, e in zip(*slices, strict=True):
+            first = int(np.searchsorted(starts, int(s), side="right"))
+            last = int(np.searchsorted(starts, max(int(s), int(e) - 1), side="right"))
+            out.update(range(first, last + 1))
+        own_lines = own.splitlines()
+        return sorted(self.line_of[k - 1] for k in out
+                      if 0 < k <= len(self.line_of) and not own_lines[k - 1].lstrip().startswith("#"))
+
+
+@functools.lru_cache(maxsize=512)
+def _cell(code: str, starter: str) -> _Cell:
+    return _Cell(code, starter, _boilerplate(starter))
+
+
+@functools.lru_cache(maxsize=256)
+def _boilerplate(starter: str) -> np.ndarray:
+    """Every k-gram hash of a cell's starter code (copydetect's boilerplate: window 1, all of them)."""
+    from copydetect import CodeFingerprint
+
+    if not starter.strip():
+        return np.array([], dtype=np.int64)
+    fp = CodeFingerprint("starter.py", NOISE, 1, language="python", fp=io.StringIO(starter))
+    return np.unique(np.array(sorted(fp.hashes), dtype=np.int64))
+
+
+def compare(answers: dict[str, dict[str, str]], starters: dict[str, str], threshold: float = THRESHOLD,
+            min_shared: int = MIN_SHARED) -> list[Pair]:
+    """The pairs of ``answers`` ({student: {grade id: answer cell source}}) alike enough to report, highest
+    score first.  ``starters``: {grade id: the released starter code of that cell}; only these cells are
+    compared."""
+    from copydetect import compare_files
+
+    prints: dict[str, dict[str, _Cell]] = {}  # student -> grade id -> fingerprinted cell
+    for gid, starter in starters.items():
+        for student, cells in answers.items():
+            code = cells.get(gid)
+            if not isinstance(code, str) or not code.strip() or code.strip() == starter.strip():
+                continue
+            try:
+                cell = _cell(code[:MAX_CODE], starter)
+            except Exception:  # noqa: BLE001, S112 - a cell the tokeniser cannot take is not compared
+                continue
+            if cell.fp.hashes:
+                prints.setdefault(student, {})[gid] = cell
+    coverage = {s: sum(float(c.fp.token_coverage) for c in cells.values()) for s, cells in prints.items()}
+    pairs = []
+    for a, b in itertools.combinations(sorted(prints), 2):
+        common = [g for g in starters if g in prints[a] and g in prints[b]]  # in the notebook's order
+        if not any(prints[a][g].fp.hashes & prints[b][g].fp.hashes for g in common):
+            continue
+        over_a = over_b = 0
+        cells = []
+        for gid in common:
+            ca, cb = prints[a][gid], prints[b][gid]
+            fa, fb = ca.fp, cb.fp
+            if not fa.hashes & fb.hashes:
+                continue
+            _, (sim_a, sim_b), (sa, sb) = compare_files(fa, fb)
+            if not len(sa) or not len(sa[0]):
+                continue
+            # the overlap in normalised characters on each side: copydetect's similarity x the cell's coverage
+            over_a += round(sim_a * float(fa.token_coverage))
+            over_b += round(sim_b * float(fb.token_coverage))
+            cells.append(CellMatch(gid, ca.code, cb.code, ca.lines(sa), cb.lines(sb)))
+        share_a = over_a / coverage[a] if coverage[a] else 0.0
+        share_b = over_b / coverage[b] if coverage[b] else 0.0
+        pair = Pair(a, b, round(max(share_a, share_b), 4), round(share_a, 4), round(share_b, 4),
+                    min(over_a, over_b), cells)
+        if pair.score >= threshold and pair.shared >= min_shared:
+            pairs.append(pair)
+    return sorted(pairs, key=lambda p: (-p.score, -p.shared, p.a, p.b))
+
+
+def starters_of(release) -> dict[str, str]:
+    """{grade id: starter code} of a release notebook's answer cells (what every student was handed)."""
+    from .sanitize import _is_answer, _nbg, _source
+
+    return {str(_nbg(c)["grade_id"]): _source(c) for c in release.cells if _is_answer(c)}
+
+
+# --- kept for the class report ---------------------------------------------------------------------
+
+def store(root: str) -> str:
+    from .secret import state_dir
+
+    return os.path.join(state_dir(root), STORE)
+
+
+def load(root: str) -> dict[str, dict]:
+    """{assignment: {"threshold", "min_shared", "compared", "pairs": [Pair]}} of the last runs."""
+    try:
+        with open(store(root), encoding="utf-8") as f:
+            data = json.load(f)
+        return {a: {**v, "pairs": [Pair.from_dict(p) for p in v.get("pairs", [])]} for a, v in data.items()
+                if isinstance(v, dict)}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def save(root: str, found: dict[str, dict]) -> None:
+    """Replace the stored pairs of the assignments in ``found`` (the others stay as they were)."""
+    from .safeio import write_atomic
+
+    data = {a: {**v, "pairs": [asdict(p) for p in v["pairs"]]} for a, v in load(root).items()}
+    data.update({a: {**v, "pairs": [asdict(p) for p in v["pairs"]]} for a, v in found.items()})
+    write_atomic(store(root), json.dumps(data, sort_keys=True), 0o600)
+
+
+def find(answers: dict[str, dict[str, dict[str, str]]], releases: dict[str, object], threshold: float = THRESHOLD,
+         min_shared: int = MIN_SHARED) -> dict[str, dict]:
+    """Per assignment, the pairs of its submissions: ``answers`` {assignment: {student: {grade id: code}}},
+    ``releases`` {assignment: release notebook}."""
+    out = {}
+    for a, by_student in answers.items():
+        if a not in releases:
+            continue
+        pairs = compare(by_student, starters_of(releases[a]), threshold, min_shared)
+        out[a] = {"threshold": threshold, "min_shared": min_shared, "compared": len(by_student), "pairs": pairs}
+    return out
