@@ -112,6 +112,9 @@ VISIBLE_MISSES = {
     "ps09_cnn.relative_scores:pixels_column_major", "ps10_rnn.rnn_forward:W_hh_transposed",
     "ps10_rnn.path_lengths:conv_rounded_down", "ps10_rnn.path_lengths:zero_layers_for_n1",
     "ps12_efficient.online_step:max_of_block_only",
+    # issue 33: softmax(scores * mask) differs only where a row's allowed scores are all far below 0
+    "ps08_speech_images.truncated_attention:masked_by_multiplying", "ps11_graphs.masked_softmax:masked_by_multiplying",
+    "ps11_graphs.graph_attention:masked_by_multiplying",
 }
 
 
