@@ -226,6 +226,13 @@ MHA_MISTAKES = (
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h), axis=-2)
     return _merge(w @ V) @ W_o.T, w
 ''')),
+    Mistake("one_head_for_all", "all heads used the full W_q, W_k, W_v (one single-head attention); head h "
+            "uses only its rows h*d_h:(h+1)*d_h of each",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T
+    w = _softmax(Q @ K.T / np.sqrt(d // h))
+    return (w @ V) @ W_o.T, np.repeat(w[None], h, axis=0)
+''')),
     Mistake("causal_mask", "a causal mask was applied (query i attended only to the keys j ≤ i, as in a "
             "decoder); this layer is self-attention over the whole sequence: every query attends to every key",
             _mha_mistake('''    n, d = X.shape
@@ -234,20 +241,13 @@ MHA_MISTAKES = (
     w = _softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf))
     return _merge(w @ V) @ W_o.T, w
 ''')),
-    Mistake("softmax_over_heads", "the softmax ran over the heads (axis 0 of the (h, n, n) scores), so each "
-            "key's weights added up to 1 across the heads; each head normalises each query's scores over the "
-            "keys, the last axis",
+    Mistake("softmax_over_heads", "the softmax ran over the heads (axis 0 of the (h, n, n) scores), so the "
+            "weights of each query-key pair added up to 1 across the heads; each head normalises each query's "
+            "scores over the keys, the last axis",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h), axis=0)
     return _merge(w @ V) @ W_o.T, w
-''')),
-    Mistake("one_head_for_all", "all heads used the full W_q, W_k, W_v (one single-head attention); head h "
-            "uses only its rows h*d_h:(h+1)*d_h of each",
-            _mha_mistake('''    n, d = X.shape
-    Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T
-    w = _softmax(Q @ K.T / np.sqrt(d // h))
-    return (w @ V) @ W_o.T, np.repeat(w[None], h, axis=0)
 ''')),
 )
 
