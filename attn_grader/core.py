@@ -201,8 +201,8 @@ def diagnose(task: Task, outcomes: Sequence, cases: Sequence[tuple]) -> Mistake 
     A mistake that matches on the failing case alone is not named: a right answer with one flaw elsewhere
     (a NaN on a fully masked row) must not be told it made a mistake it did not make.  For the same reason
     a set-aside case never counts in favour: when cases were set aside, the mistake is named only if on
-    some case where both ran (or both raised) the student's outcome is wrong, i.e. the mistake reproduces a
-    wrong outcome, not only the right ones around the student's exceptions.
+    some case where both ran the student's output is wrong, i.e. the mistake reproduces a wrong output, not
+    only the right ones around the student's exceptions (nor only exceptions).
     """
     if len(outcomes) != len(cases) or not cases:
         return None
@@ -227,7 +227,9 @@ def _reproduces(task: Task, outcomes: Sequence, cases: Sequence[tuple], wrongs: 
         kept.append(k)
     if len(kept) == len(cases):
         return True  # every case reproduced (and the student's outcome is wrong on one, or check() had passed)
-    return any(isinstance(outcomes[k], Raised) or _wrong(task, outcomes[k], cases[k]) for k in kept)
+    # cases were set aside: a wrong *output* must be reproduced (exceptions of the same type are no evidence:
+    # an answer that raises everywhere would otherwise be told any mistake that raises somewhere)
+    return any(not isinstance(outcomes[k], Raised) and _wrong(task, outcomes[k], cases[k]) for k in kept)
 
 
 def _wrong(task: Task, got, args: tuple) -> bool:

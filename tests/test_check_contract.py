@@ -164,9 +164,11 @@ def test_an_exception_is_never_evidence_for_a_mistake():
     assert diagnose(task, outcomes, SHORT_CASES) is None
 
     def always_raises(x):
-        raise IndexError("no")
+        raise ValueError("no")
 
     assert diagnose(_task(NO_PADDING, SHORT_ZEROS), _outcomes(always_raises), SHORT_CASES) is None
+    # nor is it told a mistake that raises the same exception on some case and runs on the others
+    assert diagnose(_task(NO_PADDING_RAISING), _outcomes(always_raises), SHORT_CASES) is None
 
 
 def test_a_mistake_that_raises_where_the_answer_ran_is_not_named():
