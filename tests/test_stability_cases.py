@@ -6,7 +6,10 @@ inputs: a *narrow* slice (every allowed score above exp's overflow limit, 709.78
 other: a softmax without the max-shift gives NaN, a shift by the minimum still works) and a *wide* one (a
 spread beyond 709.78: the minimum-shift overflows too), and the mistakes ``not_stabilised`` (or its
 existing equivalent) and ``shifted_by_min``.  Masked tasks also have a fully masked row, with
-``nan_on_masked_row`` (and, for the graph tasks, ``filled_with_minus_9e15``).
+``nan_on_masked_row`` (and, for the graph tasks, ``filled_with_minus_9e15``).  Issue 33: every such task also
+has a slice whose allowed scores all lie far below 0 (masked entries beside them where the task masks, and
+there a slice all far above 0 beside masked entries too), in the hidden cases and in the re-check's draws,
+and the masking tasks name ``masked_by_multiplying`` (softmax(scores * mask)).
 That each mistake is then named by check() is tests/test_catalogues.py's proof.
 """
 
