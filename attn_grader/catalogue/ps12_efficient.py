@@ -119,8 +119,8 @@ def _cases_online_step(rng):
         cases.append((m, float(rng.uniform(1, 4)), rng.standard_normal(d_v), s, rng.standard_normal((c, d_v))))
     s = np.array([1e4, 1e4 - 1.0, 0.0])
     cases.append((1e4 - 0.5, 1.3, np.array([0.2, -0.4]), s, rng.standard_normal((3, 2))))  # large scores
-    # scores near +1000, a few units apart, the old maximum among them; then near +1000 and -1000
-    for c, wide, low in [(5, False, False), (6, True, False), (5, False, True)]:  # low: all near -1000
+    # scores near +1000, a few units apart, the old maximum among them; then near +1000 and -1000; then all near -1000
+    for c, wide, low in [(5, False, False), (6, True, False), (5, False, True)]:
         s = _stability.scores(rng, c, wide=wide, low=low)
         cases.append((float(s.max()) - 0.75, 1.5, _stability.small(rng, 2), s, _stability.small(rng, (c, 2))))
     return cases
