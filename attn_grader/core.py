@@ -189,12 +189,20 @@ def _same(got, wrong, task: Task) -> bool:
 
 
 def diagnose(task: Task, outcomes: Sequence, cases: Sequence[tuple]) -> Mistake | None:
-    """The catalogued mistake that reproduces the student's outcome on *every* case, if any.
+    """The catalogued mistake that reproduces the student's outcome on every case where both ran, if any.
 
-    ``outcomes[k]`` is the student's output on ``cases[k]``, or :class:`Raised` when it raised.  A
-    mistake that matches on the failing case alone is not named: a right answer with one flaw elsewhere
-    (a NaN on a fully masked row) must not be told it made a mistake it did not make.  NaN matches NaN
-    here (a mistake may produce them too); an exception matches an exception of the same type.
+    ``outcomes[k]`` is the student's output on ``cases[k]``, or :class:`Raised` when it raised.  A mistake is
+    named when, on every case, the two outcomes are the same (NaN matches NaN: a mistake may produce them
+    too; an exception matches an exception of the same type), except where only the *student's* function
+    raised: such a case is set aside (neither a match nor a mismatch; :func:`raised_note` lists them), so
+    an answer that makes the mistake and also fails on, say, an image smaller than its kernel is still told
+    its mistake.  Where only the mistake raised, the student's output is not reproduced: no match.
+
+    A mistake that matches on the failing case alone is not named: a right answer with one flaw elsewhere
+    (a NaN on a fully masked row) must not be told it made a mistake it did not make.  For the same reason
+    a set-aside case never counts in favour: when cases were set aside, the mistake is named only if on
+    some case where both ran the student's output is wrong, i.e. the mistake reproduces a wrong output, not
+    only the right ones around the student's exceptions (nor only exceptions).
     """
     if len(outcomes) != len(cases) or not cases:
         return None
@@ -203,9 +211,46 @@ def diagnose(task: Task, outcomes: Sequence, cases: Sequence[tuple]) -> Mistake 
             fn = load_mistake(task, mistake)
         except Exception:  # noqa: BLE001
             continue
-        if all(_same(got, _outcome(fn, args), task) for got, args in zip(outcomes, cases, strict=True)):
+        if _reproduces(task, outcomes, cases, [_outcome(fn, args) for args in cases]):
             return mistake
     return None
+
+
+def _reproduces(task: Task, outcomes: Sequence, cases: Sequence[tuple], wrongs: Sequence) -> bool:
+    """The rule of :func:`diagnose` for one mistake whose outcomes are ``wrongs``."""
+    kept = []  # the cases where both ran or both raised
+    for k, (got, wrong) in enumerate(zip(outcomes, wrongs, strict=True)):
+        if isinstance(got, Raised) and not isinstance(wrong, Raised):
+            continue  # only the student's function raised: set aside
+        if not _same(got, wrong, task):
+            return False
+        kept.append(k)
+    if len(kept) == len(cases):
+        return True  # every case reproduced (and the student's outcome is wrong on one, or check() had passed)
+    # cases were set aside: a wrong *output* must be reproduced (exceptions of the same type are no evidence:
+    # an answer that raises everywhere would otherwise be told any mistake that raises somewhere)
+    return any(not isinstance(outcomes[k], Raised) and _wrong(task, outcomes[k], cases[k]) for k in kept)
+
+
+def _wrong(task: Task, got, args: tuple) -> bool:
+    """The student's output ``got`` on ``args`` differs from the reference's."""
+    try:
+        with np.errstate(all="ignore"):
+            return describe_difference(got, to_numpy(_call(task.reference, args)), task.rtol, task.atol) is not None
+    except Exception:  # noqa: BLE001 - an output that cannot be compared is not right
+        return True
+
+
+def raised_note(func_name: str, outcomes: Sequence, cases: Sequence[tuple], limit: int = 3) -> str:
+    """A sentence naming the cases on which the student's function raised ('' when none did)."""
+    raised = [(o.kind, args) for o, args in zip(outcomes, cases, strict=True) if isinstance(o, Raised)]
+    if not raised:
+        return ""
+    kinds = sorted({kind for kind, _ in raised})
+    shapes = "; ".join(f"({_shape_of(args)})" for _, args in raised[:limit])
+    more = f" and {len(raised) - limit} more" if len(raised) > limit else ""
+    return (f" {func_name} also raised {' or '.join(kinds)} on {len(raised)} of {len(cases)} cases (inputs of "
+            f"shapes {shapes}{more}); on the other cases it does what the mistake does.")
 
 
 def get_task(assignment: str, func_name: str) -> Task:
@@ -232,8 +277,9 @@ def _shape_of(args: tuple) -> str:
 def check(assignment: str, func_name: str, student_fn: Callable) -> None:
     """Compare ``student_fn`` with the reference on every hidden case; raise GradingError naming the mistake.
 
-    The function runs on every case first; a mistake is named only when it reproduces all of them
-    (:func:`diagnose`); otherwise the message says what differs on the first case that differs.
+    The function runs on every case first; a mistake is named only when it reproduces every case where
+    both ran (:func:`diagnose`), and the message then says on which cases the function raised; otherwise
+    it says what differs on the first case that differs.
     """
     task = get_task(assignment, func_name)
     if not callable(student_fn):
@@ -260,5 +306,5 @@ def check(assignment: str, func_name: str, student_fn: Callable) -> None:
     mistake = diagnose(task, outcomes, cases)
     if mistake is not None:
         raise GradingError(f"{func_name}: this looks like the common mistake [{mistake.name}]: "
-                           f"{mistake.message}.")
+                           f"{mistake.message}.{raised_note(func_name, outcomes, cases)}")
     raise GradingError(first)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import sandbox
-from .core import Raised, Task, describe_difference, diagnose, to_numpy
+from .core import Raised, Task, describe_difference, diagnose, raised_note, to_numpy
 from .safeio import Refused, read_regular
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
@@ -245,8 +245,9 @@ def compare(tasks: list[Task], cases: dict[str, list], index: dict) -> dict[str,
             complete = len(results) == len(task_cases)
             mistake = diagnose(task, outcomes, task_cases) if complete else None
             if mistake:
-                verdict = Recheck(False, f"[{mistake.name}] {mistake.message}", mistake.name,
-                                  mistake.message, example)
+                raised = raised_note(task.func_name, outcomes, task_cases)
+                verdict = Recheck(False, f"[{mistake.name}] {mistake.message}" + ("." + raised if raised else ""),
+                                  mistake.name, mistake.message, example)
             elif raised:
                 verdict = Recheck(False, problem, "error", problem)
             else:

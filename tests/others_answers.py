@@ -96,6 +96,114 @@ def self_attention_rows(X, W_q, W_k, W_v):
     return torch.matmul(weights, V), weights
 '''
 
+# Issue 33, the second round: the tasks the first one left out.
+
+# AllenNLP's allennlp.nn.util.masked_softmax (memory_efficient=False), in NumPy: right unless a row's allowed
+# scores are all far below 0 beside a masked entry (the masked 0 then takes the weight, the epsilon the rest).
+ALLENNLP_MASKED_SOFTMAX = '''def masked_softmax(scores, mask):
+    mask = mask.astype(scores.dtype)
+    result = scores * mask
+    result = np.exp(result - result.max(axis=-1, keepdims=True))
+    result = result / result.sum(axis=-1, keepdims=True)
+    result = result * mask
+    return result / (result.sum(axis=-1, keepdims=True) + 1e-13)
+'''
+
+# The Transformer's scaled scores, where the lecture's step-by-step form has the plain dot product.
+SCALED_OUTPUT_FOR_QUERY = '''def output_for_query(a, i, W_q, W_k, W_v):
+    Q, K, V = W_q @ a, W_k @ a, W_v @ a
+    d_k = K.shape[0]
+    scores = K.T @ Q[:, i] / np.sqrt(d_k)
+    weights = np.exp(scores - np.max(scores))
+    weights /= weights.sum()
+    return V @ weights
+'''
+
+# nanoGPT's CausalSelfAttention (model.py), without torch: a decoder's mask in an encoder's layer.
+NANOGPT_CAUSAL_MHA = '''import math
+
+
+def multi_head_attention(X, W_q, W_k, W_v, W_o, h):
+    T, C = X.shape
+    q = (X @ W_q.T).reshape(T, h, C // h).transpose(1, 0, 2)
+    k = (X @ W_k.T).reshape(T, h, C // h).transpose(1, 0, 2)
+    v = (X @ W_v.T).reshape(T, h, C // h).transpose(1, 0, 2)
+    att = (q @ k.transpose(0, 2, 1)) * (1.0 / math.sqrt(k.shape[-1]))
+    bias = np.tril(np.ones((T, T)))
+    att = np.where(bias == 0, -np.inf, att)
+    att = np.exp(att - att.max(axis=-1, keepdims=True))
+    att = att / att.sum(axis=-1, keepdims=True)
+    y = (att @ v).transpose(1, 0, 2).reshape(T, C)
+    return y @ W_o.T, att
+'''
+
+# An einsum layer whose softmax runs over the first axis of the (heads, queries, keys) scores.
+HEADS_AXIS_MHA = '''def multi_head_attention(X, W_q, W_k, W_v, W_o, h):
+    n, d_model = X.shape
+    d_h = d_model // h
+    q = np.einsum("nd,hkd->hnk", X, W_q.reshape(h, d_h, d_model))
+    k = np.einsum("nd,hkd->hnk", X, W_k.reshape(h, d_h, d_model))
+    v = np.einsum("nd,hkd->hnk", X, W_v.reshape(h, d_h, d_model))
+    scores = np.einsum("hik,hjk->hij", q, k) / np.sqrt(d_h)
+    weights = np.exp(scores - scores.max(axis=0))
+    weights = weights / weights.sum(axis=0)
+    heads = np.einsum("hij,hjk->ihk", weights, v).reshape(n, d_model)
+    return heads @ W_o.T, weights
+'''
+
+# FlashAttention (Dao et al. 2022), Algorithm 1, lines 9-12, for one query: the output O is kept normalised.
+FLASH1_ONLINE_STEP = '''def online_step(m, l, acc, s, V):
+    m_ij = np.max(s)
+    p_ij = np.exp(s - m_ij)
+    l_ij = np.sum(p_ij)
+    m_new = max(m, m_ij)
+    l_new = np.exp(m - m_new) * l + np.exp(m_ij - m_new) * l_ij
+    O_new = (l * np.exp(m - m_new) * acc + np.exp(m_ij - m_new) * (p_ij @ V)) / l_new
+    return m_new, l_new, O_new
+'''
+
+# Chunks kept full-sized: the last one is moved back to end at the last key, so it re-reads some keys.
+CLAMPED_BLOCKS = '''def blocked_attention(Q, K, V, block):
+    n_q, d = Q.shape
+    n_k = K.shape[0]
+    scale = 1.0 / np.sqrt(d)
+    m = np.full(n_q, -np.inf)
+    l = np.zeros(n_q)
+    O = np.zeros((n_q, V.shape[1]))
+    for start in range(0, n_k, block):
+        end = min(start + block, n_k)
+        start = max(end - block, 0)  # keep every chunk full-sized
+        S = (Q @ K[start:end].T) * scale
+        m_new = np.maximum(m, S.max(axis=1))
+        P = np.exp(S - m_new[:, None])
+        corr = np.exp(m - m_new)
+        l = l * corr + P.sum(axis=1)
+        O = O * corr[:, None] + P @ V[start:end]
+        m = m_new
+    return O / l[:, None]
+'''
+
+# Edge counts with np.add.at, made symmetric with the larger count (repeated edges give 2, not 1).
+MAX_SYMMETRISED_COUNTS = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    edges = np.asarray(edges, dtype=int).reshape(-1, 2)
+    A = np.zeros((n_nodes, n_nodes))
+    np.add.at(A, (edges[:, 0], edges[:, 1]), 1.0)
+    if undirected:
+        A = np.maximum(A, A.T)
+    return A
+'''
+
+# A 'valid' convolution (no padding) whose output array is allocated first: np.zeros of a negative size
+# raises on an image smaller than the kernel, where the catalogued mistake returns an empty array.
+VALID_CONV_RAISING = '''def conv2d_single(x, kernel):
+    kh, kw = kernel.shape
+    out = np.zeros((x.shape[0] - kh + 1, x.shape[1] - kw + 1))
+    for r in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            out[r, c] = np.sum(x[r:r + kh, c:c + kw] * kernel)
+    return out
+'''
+
 OTHERS = [
     ("float32_table", "ps07_positional", {"sinusoidal_table_answer": FLOAT32_TABLE},
      {"sinusoidal_table": (True, None, ())}),
@@ -114,4 +222,20 @@ OTHERS = [
      {"self_attention_rows": (True, None, ())}),
     ("cosine_one_norm", "ps01_vector_sets", {"cosine_similarity_matrix_answer": COSINE_ONE_NORM},
      {"cosine_similarity_matrix": (False, "one_length_only", ())}),
+    ("allennlp_masked_softmax", "ps11_graphs", {"masked_softmax_answer": ALLENNLP_MASKED_SOFTMAX},
+     {"masked_softmax": (False, "masked_by_multiplying", ("mask_ignored", "masked_with_zero"))}),
+    ("scaled_output_for_query", "ps04_step_by_step", {"output_for_query_answer": SCALED_OUTPUT_FOR_QUERY},
+     {"output_for_query": (False, "scaled_by_sqrt_dk", ())}),
+    ("nanogpt_causal", "ps06_multi_head", {"multi_head_attention_answer": NANOGPT_CAUSAL_MHA},
+     {"multi_head_attention": (False, "causal_mask", ())}),
+    ("softmax_over_heads", "ps06_multi_head", {"multi_head_attention_answer": HEADS_AXIS_MHA},
+     {"multi_head_attention": (False, "softmax_over_heads", ("softmax_wrong_axis",))}),
+    ("flash1_online_step", "ps12_efficient", {"online_step_answer": FLASH1_ONLINE_STEP},
+     {"online_step": (False, "output_kept_normalised", ())}),
+    ("clamped_blocks", "ps12_efficient", {"blocked_attention_answer": CLAMPED_BLOCKS},
+     {"blocked_attention": (False, "last_block_clamped", ())}),
+    ("max_symmetrised_counts", "ps01_vector_sets", {"adjacency_from_edges_answer": MAX_SYMMETRISED_COUNTS},
+     {"adjacency_from_edges": (False, "edges_counted_then_max", ("edges_counted",))}),
+    ("valid_conv_raising", "ps09_cnn", {"conv2d_single_answer": VALID_CONV_RAISING},
+     {"conv2d_single": (False, "padding_forgotten", ())}),
 ]

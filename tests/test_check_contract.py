@@ -92,3 +92,104 @@ def test_check_reports_unanswered_and_exceptions(monkeypatch):
         core.check("demo", "f", unanswered)
     with pytest.raises(GradingError, match=r"raised ZeroDivisionError.*shapes \(\(3, 4\)\)"):
         core.check("demo", "f", lambda x: 1 / 0)
+
+
+# --- issue 33: a mistake named where both ran, and the cases on which the answer raised ---------------------
+
+def _moving_sum(x):  # the reference: a 'same' moving sum of 3 (zero padding)
+    return np.convolve(x, np.ones(3), mode="same")
+
+
+NO_PADDING = Mistake("no_padding", "no zero padding",
+                     "def f(x):\n    return np.array([x[i:i + 3].sum() for i in range(len(x) - 2)])\n")
+SHORT_ZEROS = Mistake("short_zeros", "zeros for a sequence shorter than the window",
+                      "def f(x):\n    return np.zeros(len(x)) if len(x) < 3 else np.convolve(x, np.ones(3), 'same')\n")
+NO_PADDING_RAISING = Mistake("no_padding_raising", "no zero padding (np.zeros of a negative length)",
+                             "def f(x):\n    out = np.zeros(len(x) - 2)\n    for i in range(len(out)):\n"
+                             "        out[i] = x[i:i + 3].sum()\n    return out\n")
+SHORT_CASES = [(np.arange(5.0),), (np.array([2.0, -1.0, 4.0, 0.5, 3.0, 1.0]),), (np.array([7.0]),)]
+
+
+def _task(*mistakes):
+    return Task("demo", "f", _moving_sum, lambda rng: SHORT_CASES, mistakes)
+
+
+def _no_padding_raising(x):  # written elsewhere: np.zeros(-1) raises on a sequence shorter than the window
+    out = np.zeros(len(x) - 2)
+    for i in range(len(out)):
+        out[i] = x[i:i + 3].sum()
+    return out
+
+
+def _outcomes(fn):
+    from attn_grader.core import _outcome
+
+    return [_outcome(fn, args) for args in SHORT_CASES]
+
+
+def test_a_mistake_is_named_where_both_ran_and_the_raising_cases_are_said(monkeypatch):
+    """Issue 33 (ps09's conv2d_single without padding, raising on an image smaller than its kernel): the
+    answer raises on one case where the catalogued mistake returns an empty array; it reproduces the mistake
+    on every other case, so the mistake is named, and the feedback says on which case it raised."""
+    from attn_grader import core
+
+    task = _task(NO_PADDING)
+    outcomes = _outcomes(_no_padding_raising)
+    assert isinstance(outcomes[2], core.Raised) and outcomes[2].kind == "ValueError"
+    assert diagnose(task, outcomes, SHORT_CASES) is NO_PADDING
+    monkeypatch.setattr(core, "get_task", lambda a, f: task)
+    with pytest.raises(GradingError, match=r"\[no_padding\]") as err:
+        core.check("demo", "f", _no_padding_raising)
+    assert "f also raised ValueError on 1 of 3 cases (inputs of shapes ((1,)))" in str(err.value)
+    with pytest.raises(GradingError) as err:  # the mistake itself: named, and no raising case to report
+        core.check("demo", "f", core.load_mistake(task, NO_PADDING))
+    assert "[no_padding]" in str(err.value) and "also raised" not in str(err.value)
+
+
+def test_an_exception_is_never_evidence_for_a_mistake():
+    """The other direction: a case set aside because the answer raised does not count as a match.  An answer
+    right wherever it ran, raising exactly where a mistake differs from the reference, is not told that
+    mistake; an answer that raises on every case is told no mistake."""
+
+    def right_but_raising(x):
+        if len(x) < 3:
+            raise ValueError("too short")
+        return _moving_sum(x)
+
+    task = _task(SHORT_ZEROS)
+    outcomes = _outcomes(right_but_raising)
+    # where both ran, the mistake and the answer agree (both right): a naive "match where both ran" names it
+    assert all(describe_difference(o, _moving_sum(*a), 1e-5, 1e-6) is None
+               for o, a in zip(outcomes[:2], SHORT_CASES[:2], strict=True))
+    assert diagnose(task, outcomes, SHORT_CASES) is None
+
+    def always_raises(x):
+        raise ValueError("no")
+
+    assert diagnose(_task(NO_PADDING, SHORT_ZEROS), _outcomes(always_raises), SHORT_CASES) is None
+    # nor is it told a mistake that raises the same exception on some case and runs on the others
+    assert diagnose(_task(NO_PADDING_RAISING), _outcomes(always_raises), SHORT_CASES) is None
+
+
+def test_a_mistake_that_raises_where_the_answer_ran_is_not_named():
+    """Only the answer's exceptions are set aside: a mistake that raised where the answer gave an output did
+    not reproduce that output (the answer's empty array on the short sequence)."""
+    from attn_grader import core
+
+    task = _task(NO_PADDING_RAISING)
+    wrong = core.load_mistake(task, NO_PADDING)
+    assert diagnose(task, _outcomes(wrong), SHORT_CASES) is None
+    assert diagnose(_task(NO_PADDING_RAISING, NO_PADDING), _outcomes(wrong), SHORT_CASES) is NO_PADDING
+
+
+def test_the_recheck_names_it_too_and_says_which_cases_raised():
+    from attn_grader.recheck import compare
+
+    task = _task(NO_PADDING)
+    results = [{"value": _no_padding_raising(*a)} for a in SHORT_CASES[:2]] + [{"error": "ValueError: negative"}]
+    verdict = compare([task], {"f": SHORT_CASES}, {"outputs": {"f": {"results": results}}})["f"]
+    assert not verdict.passed and verdict.mistake == "no_padding", verdict
+    assert "also raised ValueError on 1 of 3 cases" in verdict.reason
+    raising_only = [{"error": "ValueError: no"}] * 3
+    verdict = compare([task], {"f": SHORT_CASES}, {"outputs": {"f": {"results": raising_only}}})["f"]
+    assert verdict.mistake == "error", verdict

@@ -6,7 +6,10 @@ inputs: a *narrow* slice (every allowed score above exp's overflow limit, 709.78
 other: a softmax without the max-shift gives NaN, a shift by the minimum still works) and a *wide* one (a
 spread beyond 709.78: the minimum-shift overflows too), and the mistakes ``not_stabilised`` (or its
 existing equivalent) and ``shifted_by_min``.  Masked tasks also have a fully masked row, with
-``nan_on_masked_row`` (and, for the graph tasks, ``filled_with_minus_9e15``).
+``nan_on_masked_row`` (and, for the graph tasks, ``filled_with_minus_9e15``).  Issue 33: every such task also
+has a slice whose allowed scores all lie far below 0 (masked entries beside them where the task masks, and
+there a slice all far above 0 beside masked entries too), in the hidden cases and in the re-check's draws,
+and the masking tasks name ``masked_by_multiplying`` (softmax(scores * mask)).
 That each mistake is then named by check() is tests/test_catalogues.py's proof.
 """
 
@@ -86,7 +89,7 @@ SCORES = {
     "ps03_relevance.attention_weights": lambda Q, K: Q @ K.T / np.sqrt(Q.shape[-1]),
     "ps04_step_by_step.normalise": lambda alpha: _rows(alpha),
     "ps04_step_by_step.output_for_query": lambda a, i, W_q, W_k, W_v: _rows((W_k @ a).T @ (W_q @ a[:, i])),
-    "ps05_matrix_form.attention_matrix": lambda K, Q: (K.T @ Q).T / np.sqrt(K.shape[0]),
+    "ps05_matrix_form.attention_matrix": lambda Q, K: (K.T @ Q).T / np.sqrt(K.shape[0]),  # a row per query
     "ps05_matrix_form.self_attention_columns":
         lambda I, W_q, W_k, W_v: ((W_k @ I).T @ (W_q @ I)).T / np.sqrt(W_q.shape[0]),
     "ps05_matrix_form.self_attention_rows":
@@ -169,3 +172,59 @@ def test_a_fully_masked_row_gives_zeros_and_its_nan_is_named(key):
             assert np.all(_rows(weights, args[1] if key.endswith(".softmax") else -1)[empty.ravel()] == 0)
             found = found or any(np.isnan(o).any() for o in _outputs(nan_row, args))
     assert found, "no hidden case has a fully masked row on which nan_on_masked_row gives NaN"
+
+
+# --- issue 33: rows whose allowed scores are all far below 0 (and all far above), masked entries beside ----
+
+#: The tasks that mask some scores of a row while keeping others (a band, a graph's edges, -inf entries).
+BESIDE_MASKED = MASKED | {"ps08_speech_images.truncated_attention"}
+
+
+def _kinds(args, key):
+    """(all far below 0, all far above 0) for each softmax slice of one case with masked entries beside its
+    allowed ones (any slice of two entries or more, where the task masks nothing)."""
+    rows = _rows(SCORES[key](*args))
+    allowed = np.isfinite(rows)
+    keep = allowed.any(axis=1) & (rows.shape[1] > 1)
+    if key in BESIDE_MASKED:
+        keep &= ~allowed.all(axis=1)
+    inside = np.where(allowed, rows, np.nan)[keep]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.nanmax(inside, axis=1) < -EXP_LIMIT, np.nanmin(inside, axis=1) > EXP_LIMIT
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_rows_all_far_below_zero_are_graded_beside_masked_entries(key):
+    """A softmax of scores * mask (AllenNLP's masked_softmax: a masked entry counts as a score of 0) is wrong
+    only on a row whose allowed scores are all far below 0 while some entry is masked; an epsilon beside the
+    sum, or a shift by max(0, max s), too.  Every normalising task's hidden cases, and the re-check's inputs
+    (the same generator on the course secret's seeds: here five seeds), hold a slice whose allowed scores are
+    all below -709.78 (each exp underflows to 0); a masking task's such slice has masked entries beside it,
+    and it also has one whose allowed scores are all above 709.78 with masked entries beside them."""
+    _, task = TASKS[key]
+    draws = [task.hidden_cases()] + [task.cases(np.random.default_rng(seed)) for seed in range(5)]
+    for cases in draws:
+        kinds = [_kinds(args, key) for args in cases]
+        assert any(low.any() for low, _ in kinds), "no slice whose allowed scores are all far below 0" + (
+            " beside masked entries" if key in BESIDE_MASKED else "")
+        if key in BESIDE_MASKED:
+            assert any(high.any() for _, high in kinds), "no slice of allowed scores all far above 0 beside masked ones"
+
+
+@pytest.mark.parametrize("key", sorted(BESIDE_MASKED))
+def test_a_softmax_of_scores_times_mask_is_named(key):
+    """The catalogue names it, on the hidden cases (tests/test_catalogues.py) and on every re-check draw."""
+    from attn_grader.core import _outcome, diagnose
+
+    module, task = TASKS[key]
+    if key == "ps03_relevance.softmax":  # no mask argument: -inf entries are its mask, nothing multiplies
+        assert "masked_by_multiplying" not in {m.name for m in task.mistakes}
+        return
+    wrong = _wrong(module, task, "masked_by_multiplying")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for seed in range(5):
+            cases = task.cases(np.random.default_rng(seed))
+            outcomes = [_outcome(wrong, args) for args in cases]
+            assert diagnose(task, outcomes, cases).name == "masked_by_multiplying", seed

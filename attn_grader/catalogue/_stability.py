@@ -6,6 +6,11 @@ Two kinds of case, so that the two stability mistakes are told apart:
   softmax that does not subtract the maximum returns NaN; a shift by the row's *minimum* still works.
 * ``wide``: each row holds scores near +1000 and near -1000 (a spread of 2000): a shift by the minimum
   overflows too (exp(2000) is inf), only the shift by the maximum survives.
+* ``low`` (issue 33): every score of a row lies near -1000, so exp of each underflows to 0.  An answer that
+  lets anything else into the row (a masked entry as a score of 0, as softmax(scores * mask) does; an
+  epsilon beside the sum) gives that row all the weight or none; a softmax without the max-shift gives 0 / 0.
+  ``signed_rows`` and ``rows_signed=`` give some rows all near -1000 and the others all near +1000, both
+  always present; where a task masks, the masked entries lie beside the allowed ones in such rows.
 
 Every value is a small integer times a power of two (scales 1/2, 1/4 or 1 only), so a float32 answer
 computes the same scores exactly and passes (tests/test_catalogues.py grades a float32 solution).
@@ -30,47 +35,72 @@ def small(rng: np.random.Generator, shape) -> np.ndarray:
     return rng.integers(-1, 2, size=shape).astype(float)
 
 
-def scores(rng: np.random.Generator, shape, wide: bool) -> np.ndarray:
-    """Raw scores (..., n): OFFSET plus quarter units (narrow), or +-OFFSET along the last axis (wide)."""
+def scores(rng: np.random.Generator, shape, wide: bool, low: bool = False) -> np.ndarray:
+    """Raw scores (..., n): OFFSET plus quarter units (narrow; -OFFSET when ``low``), or +-OFFSET along the
+    last axis (wide)."""
     out = OFFSET + rng.integers(-8, 9, size=shape) / 4
     if wide:
         out = out * signs(rng, shape if isinstance(shape, int) else shape[-1])
-    return out
+    return -out if low else out
 
 
-def query_keys(rng: np.random.Generator, n_q: int, n_k: int, d: int, wide: bool, scale: float | None = None):
-    """Q (n_q, d), K (n_k, d) with q_i . k_j * scale = OFFSET (narrow) or +-OFFSET (wide), plus a few units.
+def signed_rows(rng: np.random.Generator, shape) -> np.ndarray:
+    """Narrow scores (n, m) whose rows lie all near -OFFSET or all near +OFFSET (both kinds present)."""
+    return scores(rng, shape, wide=False) * signs(rng, shape[0])[:, None]
+
+
+def mask_beside(rng: np.random.Generator, shape) -> np.ndarray:
+    """A boolean mask (n, m), m >= 2, with at least one allowed (True) and one masked entry in every row."""
+    n, m = shape
+    mask = rng.random(shape) < 0.5
+    cols = np.array([rng.permutation(m)[:2] for _ in range(n)])
+    mask[np.arange(n), cols[:, 0]] = True
+    mask[np.arange(n), cols[:, 1]] = False
+    return mask
+
+
+def query_keys(rng: np.random.Generator, n_q: int, n_k: int, d: int, wide: bool, scale: float | None = None,
+               rows_signed: bool = False):
+    """Q (n_q, d), K (n_k, d) with q_i . k_j * scale = OFFSET (narrow) or +-OFFSET (wide), plus a few units;
+    ``rows_signed``: +-OFFSET by query, so that each query's scores are all near +OFFSET or all near -OFFSET.
 
     scale: None means 1/sqrt(d); d must be 1, 4 or 16 (a power of two square root, exact in float32).
     Column 0 carries the large common component, the other columns are small integers.
     """
     scale = 1 / np.sqrt(d) if scale is None else scale
     Q, K = small(rng, (n_q, d)), small(rng, (n_k, d))
-    Q[:, 0] = 40.0 * (signs(rng, n_q) if wide else 1.0)
+    Q[:, 0] = 40.0 * (signs(rng, n_q) if wide or rows_signed else 1.0)
     K[:, 0] = OFFSET / (40.0 * scale) * (signs(rng, n_k) if wide else 1.0)
     return Q, K
 
 
 def projections(rng: np.random.Generator, n: int, d_in: int, d_k: int, d_v: int, wide: bool, heads: int = 1,
-                scale: float | None = None):
+                scale: float | None = None, rows_signed: bool = False):
     """x (n, d_in) and W_q, W_k (d_k, d_in), W_v (d_v, d_in) whose scores are large (row layout).
 
     Column 0 of x is a large common component (10, or +-10 when ``wide``); the first row of each head's
     block of W_q and W_k reads only that column, the other rows only the small integers of the other
     columns.  So head h's score q^{i,h} . k^{j,h} * scale is OFFSET (narrow; +-OFFSET wide) plus a few
-    units.  scale: None means 1/sqrt(d_k / heads); d_k / heads must be 1, 4 or 16.
+    units.  ``rows_signed``: column 0 is +-10 and column 1 is 10, the queries read column 0 and the keys
+    column 1, so that query i's scores are all near +OFFSET or all near -OFFSET (d_in >= 3).
+    scale: None means 1/sqrt(d_k / heads); d_k / heads must be 1, 4 or 16.
     """
     d_h = d_k // heads
     scale = 1 / np.sqrt(d_h) if scale is None else scale
     x = small(rng, (n, d_in))
-    x[:, 0] = 10.0 * (signs(rng, n) if wide else 1.0)
+    x[:, 0] = 10.0 * (signs(rng, n) if wide or rows_signed else 1.0)
     W_q, W_k, W_v = small(rng, (d_k, d_in)), small(rng, (d_k, d_in)), small(rng, (d_v, d_in))
     W_q[:, 0] = W_k[:, 0] = 0.0
+    key_column = 0
+    if rows_signed:
+        x[:, 1] = 10.0
+        W_q[:, 1] = W_k[:, 1] = 0.0
+        key_column = 1
     for h in range(heads):
         r = h * d_h
         W_q[r], W_k[r] = 0.0, 0.0
         W_q[r, 0] = 4.0
-        W_k[r, 0] = OFFSET / (400.0 * scale)  # (4 * 10) * (W_k[r, 0] * 10) * scale = OFFSET
+        W_k[r, key_column] = OFFSET / (400.0 * scale)  # (4 * 10) * (W_k[r, 0] * 10) * scale = OFFSET
     return x, W_q, W_k, W_v
 
 

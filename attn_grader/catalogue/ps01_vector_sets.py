@@ -192,6 +192,17 @@ ADJACENCY_MISTAKES = (
             edited(_ADJACENCY, ("] = 1.0", "] += 1.0"))),
     Mistake("one_based", "the node numbers were treated as counting from 1; the edges use 0-based indices",
             edited(_ADJACENCY, ("A[i, j]", "A[i - 1, j - 1]"), ("A[j, i]", "A[j - 1, i - 1]"))),
+    Mistake("edges_counted_then_max", "repeated edges were counted (entries 2 or more), and the matrix was then "
+            "made symmetric with the larger of A[i, j] and A[j, i]; an entry is 1 if there is an edge, whatever "
+            "the number of times it is listed",
+            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    A = np.zeros((n_nodes, n_nodes))
+    for i, j in edges:
+        A[i, j] += 1.0
+    if undirected:
+        A = np.maximum(A, A.T)
+    return A
+'''),
 )
 
 

@@ -130,7 +130,14 @@ def _cases_softmax(rng):
         (masked, -1),
         (_stability.scores(rng, (3, 5), wide=False), -1),  # near +1000: exp overflows, a min-shift does not
         (_stability.scores(rng, (3, 4), wide=True).T, 0),  # +-1000 down each column: a min-shift overflows
+        (_low_rows_masked(rng, (4, 5)), -1),  # each row all near -1000 or all near +1000, with -inf beside
     ]
+
+
+def _low_rows_masked(rng, shape):
+    """Scores whose rows' finite entries are all near -1000 or all near +1000, each row with a -inf entry."""
+    s = _stability.signed_rows(rng, shape)
+    return np.where(_stability.mask_beside(rng, shape), s, -np.inf)
 
 
 SOFTMAX_MISTAKES = (
@@ -185,6 +192,7 @@ def _cases_weights(rng):
     cases.append((100.0 * rng.standard_normal((3, 4)), 100.0 * rng.standard_normal((4, 4))))  # scores ~ 1e4
     cases.append(_stability.query_keys(rng, 3, 5, 4, wide=False))  # scores near +1000, a few units apart
     cases.append(_stability.query_keys(rng, 4, 3, 4, wide=True))  # scores near +1000 and -1000 in each row
+    cases.append(_stability.query_keys(rng, 4, 5, 4, wide=False, rows_signed=True))  # rows all near -1000 or +1000
     return cases
 
 

@@ -124,6 +124,7 @@ def _cases_normalise(rng):
         (np.array([1e4, 1e4 - 1.0, -1e4]),),  # large scores: exp overflows unless the max is subtracted
         (rng.standard_normal(4).astype(np.float32),),
         (_stability.scores(rng, 6, wide=False),),  # near +1000, a few units apart: a min-shift still works
+        (_stability.scores(rng, 5, wide=False, low=True),),  # all near -1000: every exp underflows to 0
     ]
 
 
@@ -171,6 +172,9 @@ def _cases_output(rng):
     for n, i, wide in [(5, 2, False), (6, 4, True)]:
         x, W_q, W_k, W_v = _stability.projections(rng, n, 3, 4, 2, wide=wide, scale=1.0)
         cases.append((x.T, i, W_q, W_k, W_v))
+    # every score of the query near -1000: exp underflows to 0 for each
+    x, W_q, W_k, W_v = _stability.projections(rng, 5, 3, 4, 2, wide=False, scale=1.0, rows_signed=True)
+    cases.append((x.T, int(np.argmin(x[:, 0])), W_q, W_k, W_v))
     return cases
 
 
@@ -209,6 +213,13 @@ OUTPUT_MISTAKES = (
             '''def output_for_query(a, i, W_q, W_k, W_v):
     alpha = (W_k @ a).T @ (W_q @ a[:, i])
     e = np.exp(alpha - alpha.min())
+    return (W_v @ a) @ (e / e.sum())
+'''),
+    Mistake("scaled_by_sqrt_dk", "the scores were divided by √d_k; this task uses the lecture's plain dot "
+            "product αᵢⱼ = qⁱ · kʲ (as in task 2), then b = Σⱼ softmax(α)ⱼ vʲ",
+            '''def output_for_query(a, i, W_q, W_k, W_v):
+    alpha = (W_k @ a).T @ (W_q @ a[:, i]) / np.sqrt(W_q.shape[0])
+    e = np.exp(alpha - alpha.max())
     return (W_v @ a) @ (e / e.sum())
 '''),
 )

@@ -83,6 +83,8 @@ def _cases_attention_matrix(rng):
     for n, wide in [(5, False), (6, True)]:  # scores near +1000 in each column; then near +1000 and -1000
         Q, K = _stability.query_keys(rng, n, n, 4, wide=wide)
         cases.append((Q.T, K.T))
+    Q, K = _stability.query_keys(rng, 5, 5, 4, wide=False, rows_signed=True)  # columns all near -1000 or +1000
+    cases.append((Q.T, K.T))
     return cases
 
 
@@ -139,6 +141,8 @@ def _cases_columns(rng):
     for n, wide in [(5, False), (6, True)]:  # scores near +1000 in each column; then near +1000 and -1000
         x, W_q, W_k, W_v = _stability.projections(rng, n, 4, 4, 3, wide=wide)
         cases.append((x.T, W_q, W_k, W_v))
+    x, W_q, W_k, W_v = _stability.projections(rng, 5, 4, 4, 3, wide=False, rows_signed=True)  # all -1000 or +1000
+    cases.append((x.T, W_q, W_k, W_v))
     return cases
 
 
@@ -187,6 +191,7 @@ def _cases_rows(rng):
     x, W_q, W_k, W_v = _stability.projections(rng, 2 * 4, 3, 4, 2, wide=False)
     cases.append((x.reshape(2, 4, 3), W_q, W_k, W_v))
     cases.append(_stability.projections(rng, 6, 3, 4, 2, wide=True))
+    cases.append(_stability.projections(rng, 5, 3, 4, 2, wide=False, rows_signed=True))  # rows all -1000 or +1000
     return cases
 
 

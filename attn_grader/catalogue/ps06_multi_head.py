@@ -135,11 +135,12 @@ def _cases_mha(rng):
         _mha_args(rng, 4, 8, 2, x_scale=30.0, w_scale=3.0),   # huge scores: softmax must subtract the max
         _large_mha_args(rng, 5, 8, 2, wide=False),  # every head's scores near +1000: a min-shift still works
         _large_mha_args(rng, 6, 8, 2, wide=True),  # near +1000 and -1000 in every row: only the max-shift works
+        _large_mha_args(rng, 5, 8, 2, wide=False, rows_signed=True),  # each row all near -1000 or all near +1000
     ]
 
 
-def _large_mha_args(rng, n, d, h, wide):
-    X, W_q, W_k, W_v = _stability.projections(rng, n, d, d, d, wide=wide, heads=h)
+def _large_mha_args(rng, n, d, h, wide, rows_signed=False):
+    X, W_q, W_k, W_v = _stability.projections(rng, n, d, d, d, wide=wide, heads=h, rows_signed=rows_signed)
     return X, W_q, W_k, W_v, _stability.small(rng, (d, d)), h
 
 
@@ -231,6 +232,22 @@ MHA_MISTAKES = (
     Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T
     w = _softmax(Q @ K.T / np.sqrt(d // h))
     return (w @ V) @ W_o.T, np.repeat(w[None], h, axis=0)
+''')),
+    Mistake("causal_mask", "a causal mask was applied (query i attended only to the keys j ≤ i, as in a "
+            "decoder); this layer is self-attention over the whole sequence: every query attends to every key",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    s = Q @ K.transpose(0, 2, 1) / np.sqrt(d // h)
+    w = _softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf))
+    return _merge(w @ V) @ W_o.T, w
+''')),
+    Mistake("softmax_over_heads", "the softmax ran over the heads (axis 0 of the (h, n, n) scores), so the "
+            "weights of each query-key pair added up to 1 across the heads; each head normalises each query's "
+            "scores over the keys, the last axis",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h), axis=0)
+    return _merge(w @ V) @ W_o.T, w
 ''')),
 )
 

@@ -88,6 +88,9 @@ def _cases_truncated(rng):
     for n, w, wide in [(7, 2, False), (8, 1, True)]:
         Q, K = _stability.query_keys(rng, n, n, 4, wide=wide)
         cases.append((Q, K, _stability.small(rng, (n, 3)), w))
+    # each query's band all near -1000 or all near +1000, the masked keys beside it
+    Q, K = _stability.query_keys(rng, 7, 7, 4, wide=False, rows_signed=True)
+    cases.append((Q, K, _stability.small(rng, (7, 3)), 1))
     return cases
 
 
@@ -145,6 +148,17 @@ TRUNCATED_MISTAKES = (
             _trunc_mistake('''    scores = scores - scores.min(axis=1, keepdims=True)
     e = np.exp(np.where(dist <= w, scores, -np.inf))
     return (e / e.sum(axis=1, keepdims=True)) @ V
+''')),
+    Mistake("masked_by_multiplying", "the scores outside the band were masked by multiplying with the mask "
+            "(softmax(scores · mask) · mask, renormalised with a small epsilon): a masked score then counts as 0, "
+            "not −∞, so when a query's scores inside the band are all far below 0 the masked zeros take nearly "
+            "all the weight and the keys in the band get almost none; set the scores outside the band to −∞ "
+            "before the softmax",
+            _trunc_mistake('''    band = dist <= w
+    s = scores * band
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True) * band
+    return (p / (p.sum(axis=1, keepdims=True) + 1e-13)) @ V
 ''')),
 )
 

@@ -91,6 +91,7 @@ def _cases_attention(rng):
     # scores near +1000 in every row, a few units apart (a min-shift still works); then near +1000 and -1000
     cases.append(_stability.projections(rng, 5, 3, 4, 2, wide=False))
     cases.append(_stability.projections(rng, 6, 3, 4, 3, wide=True))
+    cases.append(_stability.projections(rng, 5, 3, 4, 2, wide=False, rows_signed=True))  # rows all -1000 or +1000
     return cases
 
 

@@ -32,6 +32,13 @@ SETUP = "import numpy as np\n\n" + EXAMPLE
 #: ``shifted_by_min`` (tests/test_stability_cases.py); both take a mask and have a node with no neighbour.
 NORMALISING = ("masked_softmax", "graph_attention")
 
+#: The AllenNLP idiom ``masked_softmax`` (softmax(scores * mask) * mask, renormalised with an epsilon).
+MULTIPLIED = ("the scores were masked by multiplying with the mask (softmax(scores · mask) · mask, renormalised "
+              "over the allowed entries with a small epsilon, as AllenNLP's masked_softmax): a masked entry then "
+              "counts as a score of 0, not −∞, so when a node's allowed scores are all far below 0 (say −50 and "
+              "−60 beside a masked entry) the masked 0 takes nearly all the weight and the neighbours get almost "
+              "none; fill the masked scores with −∞ before the softmax")
+
 #: The pyGAT idiom ``torch.where(adj > 0, e, -9e15)``: a node with no neighbour gets uniform weights.
 MINUS_9E15 = ("the masked scores were filled with -9e15 instead of -inf (the pyGAT idiom torch.where(adj > 0, "
               "e, -9e15)): a node with no neighbour (a fully masked row) then gets the uniform weight 1/n on "
@@ -124,6 +131,8 @@ def _cases_masked_softmax(rng):
         # near +1000, a few units apart (a min-shift still works); then near +1000 and -1000 in every row
         (_stability.scores(rng, (5, 5), wide=False), _random_mask(rng, 5, 0.6)),
         _wide_masked_scores(rng, 6),
+        # every row's allowed scores all near -1000 or all near +1000, with masked entries beside them
+        (_stability.signed_rows(rng, (6, 6)), _stability.mask_beside(rng, (6, 6))),
     ]
 
 
@@ -188,6 +197,13 @@ SOFTMAX_MISTAKES = (
     e = np.exp(s - s.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 '''),
+    Mistake("masked_by_multiplying", MULTIPLIED,
+            '''def masked_softmax(scores, mask):
+    s = scores * mask
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True) * mask
+    return p / (p.sum(axis=1, keepdims=True) + 1e-13)
+'''),
 )
 
 
@@ -209,14 +225,17 @@ def _cases_gat(rng):
                       rng.standard_normal(d_out), rng.standard_normal(d_out)))
     cases.append(_large_gat_args(rng, 6, 4, 3, wide=False))  # e_ij near +1000: a min-shift still works
     cases.append(_large_gat_args(rng, 7, 4, 3, wide=True))  # e_ij near +1000 and -200: only the max-shift works
+    cases.append(_large_gat_args(rng, 6, 4, 3, wide=False, rows_signed=True))  # rows all near -1000 or +5000
     return cases
 
 
-def _large_gat_args(rng, n, d_in, d_out, wide):
+def _large_gat_args(rng, n, d_in, d_out, wide, rows_signed=False):
     """Scores e_ij = LeakyReLU(a_dst . W x_i + a_src . W x_j) near +1000 for every i, j (narrow: a_dst reads a
-    large common component of x); wide: a_src reads it as +-10, so e_ij is near +1000 or 0.2 * -1000."""
+    large common component of x); wide: a_src reads it as +-10, so e_ij is near +1000 or 0.2 * -1000;
+    rows_signed: a_dst reads it as +-10, five times stronger, so row i is all near +5000 or all near
+    0.2 * -5000 = -1000, with masked entries beside them (issue 33)."""
     X = _stability.small(rng, (n, d_in))
-    X[:, 0] = 10.0 * (_stability.signs(rng, n) if wide else 1.0)
+    X[:, 0] = 10.0 * (_stability.signs(rng, n) if wide or rows_signed else 1.0)
     W = _stability.small(rng, (d_out, d_in))
     W[:, 0], W[0] = 0.0, 0.0
     W[0, 0] = 4.0  # (W x_i)[0] = 40 or +-40
@@ -224,8 +243,10 @@ def _large_gat_args(rng, n, d_in, d_out, wide):
     W[1, :2] = 0.0, 1.0  # (W x_j)[1] = x_j[1] + ...: the neighbours' scores differ by a few units
     a_src, a_dst = _stability.small(rng, d_out), _stability.small(rng, d_out)
     a_src[1] = 1.0
-    (a_src if wide else a_dst)[0] = _stability.OFFSET / 40.0
+    (a_src if wide else a_dst)[0] = _stability.OFFSET / 40.0 * (5.0 if rows_signed else 1.0)
     (a_dst if wide else a_src)[0] = 0.0
+    if rows_signed:
+        return X, _stability.mask_beside(rng, (n, n)), W, a_src, a_dst
     mask = _random_mask(rng, n, 0.4)
     if wide:  # every node attends to a node of each sign: its scores spread over about 1200
         mask[:, [np.argmax(X[:, 0]), np.argmin(X[:, 0])]] = True
@@ -289,6 +310,12 @@ GAT_MISTAKES = (
             _gat_mistake(_SCORE, _LEAKY, '''    s = np.where(A, e, -9e15)
     p = np.exp(s - s.max(axis=1, keepdims=True))
     alpha = p / p.sum(axis=1, keepdims=True)
+''')),
+    Mistake("masked_by_multiplying", MULTIPLIED,
+            _gat_mistake(_SCORE, _LEAKY, '''    s = e * A
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p = p / p.sum(axis=1, keepdims=True) * A
+    alpha = p / (p.sum(axis=1, keepdims=True) + 1e-13)
 ''')),
 )
 

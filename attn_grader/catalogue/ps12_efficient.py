@@ -49,6 +49,7 @@ def _cases_online_softmax(rng):
         (np.sort(rng.standard_normal(9))[::-1].copy(), 4),  # decreasing: the maximum is in the first block
         (_stability.scores(rng, 7, wide=False), 3),  # near +1000, a few units apart
         (_stability.scores(rng, 8, wide=True), 3),  # near +1000 and -1000
+        (_stability.scores(rng, 7, wide=False, low=True), 3),  # all near -1000: every exp underflows to 0
     ]
 
 
@@ -118,9 +119,9 @@ def _cases_online_step(rng):
         cases.append((m, float(rng.uniform(1, 4)), rng.standard_normal(d_v), s, rng.standard_normal((c, d_v))))
     s = np.array([1e4, 1e4 - 1.0, 0.0])
     cases.append((1e4 - 0.5, 1.3, np.array([0.2, -0.4]), s, rng.standard_normal((3, 2))))  # large scores
-    # scores near +1000, a few units apart, the old maximum among them; then near +1000 and -1000
-    for c, wide in [(5, False), (6, True)]:
-        s = _stability.scores(rng, c, wide=wide)
+    # scores near +1000, a few units apart, the old maximum among them; then near +1000 and -1000; then all near -1000
+    for c, wide, low in [(5, False, False), (6, True, False), (5, False, True)]:
+        s = _stability.scores(rng, c, wide=wide, low=low)
         cases.append((float(s.max()) - 0.75, 1.5, _stability.small(rng, 2), s, _stability.small(rng, (c, 2))))
     return cases
 
@@ -162,6 +163,13 @@ ONLINE_STEP_MISTAKES = (
             "min_j s_j)): exp(s_j - m_new) then exceeds 1 and overflows once the scores spread over more than "
             "about 709; m_new = max(m_old, max_j s_j), so that every exponent is <= 0",
             edited(_ONLINE_STEP, ("m_new = max(m, np.max(s))", "m_new = min(m, np.min(s))"))),
+    Mistake("output_kept_normalised", "the running output was kept normalised, divided by ℓ at every step "
+            "(acc′ = (ℓ · e^(m − m′) · acc + Σⱼ pⱼ vʲ) / ℓ′, the FlashAttention-1 form): a different state from "
+            "this task's, where acc stays unnormalised, acc′ = acc · e^(m − m′) + Σⱼ pⱼ vʲ, and is divided by ℓ "
+            "only once, after the last block",
+            edited(_ONLINE_STEP, ("return m_new, l * c + np.sum(p), acc * c + p @ V",
+                                  "l_new = l * c + np.sum(p)\n"
+                                  "    return m_new, l_new, (l * c * acc + p @ V) / l_new"))),
 )
 
 
@@ -183,6 +191,8 @@ def _cases_blocked(rng):
     for n_q, n_k, wide in [(3, 9, False), (4, 10, True)]:
         Q, K = _stability.query_keys(rng, n_q, n_k, 4, wide=wide)
         cases.append((Q, K, _stability.small(rng, (n_k, 3)), 4))
+    Q, K = _stability.query_keys(rng, 4, 7, 4, wide=False, rows_signed=True)  # rows all near -1000 or +1000
+    cases.append((Q, K, _stability.small(rng, (7, 3)), 3))
     return cases
 
 
@@ -237,6 +247,11 @@ BLOCKED_MISTAKES = (
                            "m_new = np.minimum(m, S.min(axis=1, keepdims=True))"),
                           ("m = np.full((n_q, 1), -np.inf)", "m = np.full((n_q, 1), np.inf)"),
                           ("c = np.exp(m - m_new)", "c = np.where(np.isinf(m), 0.0, np.exp(m - m_new))"))),
+    Mistake("last_block_clamped", "the last block was moved back to end at the last key (j0 = n_k − block), so "
+            "it overlaps the block before it and some keys were read twice; the last block may be shorter: "
+            "K[j0:j0 + block] for j0 = 0, block, 2·block, … reads every key exactly once",
+            _blocked_with(("K.shape[0], block):\n",
+                           "K.shape[0], block):\n        j0 = max(min(j0, K.shape[0] - block), 0)\n"))),
 )
 
 
