@@ -212,7 +212,8 @@ def positive_random_features(x, W) -> np.ndarray:
     check_dim(W.shape[1], x.shape[-1], "W's columns vs x's d_k", f"(D, d_k={x.shape[-1]})", W.shape)
     W = W.astype(x.dtype, copy=False)
     half_sq_norm = 0.5 * np.sum(x * x, axis=-1, keepdims=True)  # (..., 1)
-    return np.exp(x @ W.T - half_sq_norm) / np.sqrt(W.shape[0]).astype(x.dtype)  # (..., D)
+    wx = (x.reshape(-1, x.shape[-1]) @ W.T).reshape(*x.shape[:-1], W.shape[0])  # (..., D): one 2-D product
+    return np.exp(wx - half_sq_norm) / np.sqrt(W.shape[0]).astype(x.dtype)
 
 
 def performer_attention(q, k, v, n_features: int = 256, rng=None, orthogonal: bool = True, causal: bool = False,
