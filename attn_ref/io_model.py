@@ -6,7 +6,8 @@ time is set by the traffic between the two (Dao et al. 2022, "FlashAttention: Fa
 Memory-Efficient Exact Attention with IO-Awareness", NeurIPS 2022).  This module counts that traffic,
 in bytes, for sequence length n, head width d, element size ``elem_bytes`` and an SRAM of
 ``sram_bytes`` (the paper's M, counted there in elements: M = sram_bytes / elem_bytes; the paper's N
-is n).
+is n).  The algorithms' names are the paper's: S = Q K^T the scores (the book's A, transposed), P = softmax(S)
+the weights (A'^T), dX the gradient of the loss with respect to X; its m and ℓ are the book's mu and s.
 
 * :func:`standard_attention_io` -- the paper's Algorithm 0: read Q, K, compute the (n, n) scores
   and **write** them to HBM; read them back, softmax, **write** the (n, n) weights; read them back
