@@ -64,3 +64,10 @@ def default_scale(d_k: int, scale: float | None) -> float:
     if scale is None:
         return 1.0 / float(np.sqrt(d_k))
     return float(scale)
+
+
+def check_positive_int(value, name: str) -> int:
+    """Require a whole number >= 1 (a size: a number of features, a width, bytes); returns it as int."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name}: expected a whole number >= 1, got {value!r}")
+    return int(value)
