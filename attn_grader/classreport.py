@@ -132,6 +132,12 @@ def findings(results: list[Result], gid: str) -> list[dict]:
     return catalogued + others
 
 
+def shown_name(name: str) -> str:
+    """A finding's name as the report shows it: a catalogued mistake's, "not attempted yet", or e.g.
+    "unrecognised (not catalogued)"."""
+    return name + " (not catalogued)" if name in OTHER and name != NOT_ATTEMPTED else name
+
+
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
@@ -180,9 +186,7 @@ def _section(assignment: str, results: list[Result]) -> str:
                    '<th scope="col">mistake</th><th scope="col">what it does</th>'
                    '<th scope="col">one example (numbers only)</th></tr></thead><tbody>')
         for f in ranked:
-            name = f["name"]
-            if name in OTHER and name != NOT_ATTEMPTED:
-                name += " (not catalogued)"
+            name = shown_name(f["name"])
             ex = f["example"]
             example = (f'output: <code>{_e(ex["got"])}</code><br>expected: <code>{_e(ex["expected"])}</code>'
                        if ex else "")
