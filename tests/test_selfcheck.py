@@ -284,3 +284,13 @@ def test_a_notebook_in_a_kernel_without_the_package_runs_its_asserts_and_says_ho
     assert [_outputs(c, "stdout") for c in tests] == [hint] * 4
     errors = [o["ename"] for c in tests for o in c.outputs if o.get("output_type") == "error"]
     assert errors == ["AssertionError"]  # the wrong project fails its visible asserts; the others pass
+
+
+def test_how_to_get_it_names_the_books_repository():
+    """The one line a notebook prints without the package installs from the repository of _config.yml (as
+    the chapters' launch cells do)."""
+    import yaml
+
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    assert selfcheck.HOW_TO_GET_IT == (f'pip install "self-attention-step-by-step[student] @ '
+                                       f'git+{repo["url"].rstrip("/")}@{repo.get("branch", "main")}"')

@@ -359,13 +359,16 @@ print('planted' if _planted else 'nothing planted')
 # The self-check (attn_grader.selfcheck) is the student's, not the grader's: patched to say "right" whatever the
 # answer, the grade and the graded feedback's diagnosis are unchanged; deleted from every test cell, the same.
 attacks["b15_patched_self_check"] = (honest(normalise_answer='''import sys, types
-import attn_grader.selfcheck as _sc
-_sc.check = lambda *a, **k: print("self-check: correct")
-_fake = types.ModuleType("attn_grader.selfcheck")
-_fake.check = _sc.check
-sys.modules["attn_grader.selfcheck"] = _fake
+try:  # (the re-check's sandbox has no attn_grader)
+    import attn_grader.selfcheck as _sc
+    _sc.check = lambda *a, **k: print("self-check: correct")
+    _fake = types.ModuleType("attn_grader.selfcheck")
+    _fake.check = _sc.check
+    sys.modules["attn_grader.selfcheck"] = _fake
+except ImportError:
+    pass
 ''' + next(m.source for m in get_task(A, "normalise").mistakes if m.name == "hard_max")),
-    {"score": 8, "flagged": False, "feedback_has": ["self-check: correct", "common mistake [hard_max]"]})
+    {"score": 8, "flagged": False, "feedback_has": ["self-check: correct", "re-check: [hard_max]"]})
 nb = honest()
 for _c in nb.cells:
     if _c.metadata.get("nbgrader", {}).get("grade"):
