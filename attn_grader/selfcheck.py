@@ -70,7 +70,7 @@ def report(task: Task, fn: Callable, cases: list[tuple] | None = None) -> tuple[
     if hint:
         text += f"\n  hint: {hint}"
     if finding.attempted and finding.mistake is None:
-        text += "\n  (no common mistake of the catalogue gives this output; the line above says what differs)"
+        text += "\n  (no common mistake of the catalogue matches this; the line above says what differs)"
     return finding, text
 
 

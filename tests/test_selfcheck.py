@@ -80,7 +80,7 @@ def test_a_mistake_outside_the_catalogue_gets_what_differs(assignment, capsys):
         out = _said(capsys, task, _off_by_one_entry(_solution(task)))
         assert "common mistake [" not in out, out
         assert re.search(r"\d+ of \d+ values differ; first at index \(", out), out
-        assert "no common mistake of the catalogue gives this output" in out
+        assert "no common mistake of the catalogue matches this" in out
 
 
 def test_a_wrong_shape_or_dtype_is_said_plainly(capsys):
