@@ -35,6 +35,7 @@ import shutil
 import time
 from collections import Counter
 
+from .core import NOT_ATTEMPTED
 from .record import points
 from .result import Result
 from .safeio import write_atomic
@@ -48,7 +49,8 @@ RUN_FILE = "last_run.json"  # in .grader/: when the last run graded, for how lon
 
 # Okabe & Ito's colour-blind-safe palette (https://jfly.uni-koeln.de/color/): full, partial, zero.
 COLOURS = {"full": "#009E73", "partial": "#E69F00", "zero": "#D55E00"}
-OTHER = {"unrecognised": "a wrong output no catalogued mistake reproduces",
+OTHER = {NOT_ATTEMPTED: "the answer still raises NotImplementedError (the released stub)",
+         "unrecognised": "a wrong output no catalogued mistake reproduces",
          "error": "the answer raised an error", "unfinished": "the re-check did not finish every case",
          "notebook": "the notebook's test failed while the re-check passed"}
 
@@ -130,6 +132,12 @@ def findings(results: list[Result], gid: str) -> list[dict]:
     catalogued = sorted((e for e in found.values() if e["name"] not in OTHER), key=lambda e: (-e["count"], e["name"]))
     others = [found[k] for k in OTHER if k in found]
     return catalogued + others
+
+
+def shown_name(name: str) -> str:
+    """A finding's name as the report shows it: a catalogued mistake's, "not attempted yet", or e.g.
+    "unrecognised (not catalogued)"."""
+    return name + " (not catalogued)" if name in OTHER and name != NOT_ATTEMPTED else name
 
 
 def _e(text) -> str:
@@ -235,7 +243,7 @@ def _section(assignment: str, results: list[Result], similar: dict | None = None
                    '<th scope="col">mistake</th><th scope="col">what it does</th>'
                    '<th scope="col">one example (numbers only)</th></tr></thead><tbody>')
         for f in ranked:
-            name = f["name"] if f["name"] not in OTHER else f["name"] + " (not catalogued)"
+            name = shown_name(f["name"])
             ex = f["example"]
             example = (f'output: <code>{_e(ex["got"])}</code><br>expected: <code>{_e(ex["expected"])}</code>'
                        if ex else "")

@@ -274,24 +274,42 @@ def _shape_of(args: tuple) -> str:
     return ", ".join(parts)
 
 
-def check(assignment: str, func_name: str, student_fn: Callable) -> None:
-    """Compare ``student_fn`` with the reference on every hidden case; raise GradingError naming the mistake.
+#: What an answer that still raises NotImplementedError is, in the feedback, the class report and the self-check.
+NOT_ATTEMPTED = "not attempted yet"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What :func:`examine` found wrong: the sentence the feedback shows, and the catalogued mistake it names
+    (``None`` when none matches); ``attempted`` is False for an answer that raises NotImplementedError."""
+
+    message: str
+    mistake: Mistake | None = None
+    attempted: bool = True
+
+
+def mistake_sentence(func_name: str, mistake: Mistake) -> str:
+    """How the feedback names a catalogued mistake (the graded tests and the self-check say the same)."""
+    return f"{func_name}: this looks like the common mistake [{mistake.name}]: {mistake.message}."
+
+
+def examine(task: Task, student_fn: Callable, cases: Sequence[tuple]) -> Finding | None:
+    """Compare ``student_fn`` with the reference on ``cases``; ``None`` when it matches on every one.
 
     The function runs on every case first; a mistake is named only when it reproduces every case where
     both ran (:func:`diagnose`), and the message then says on which cases the function raised; otherwise
     it says what differs on the first case that differs.
     """
-    task = get_task(assignment, func_name)
+    func_name = task.func_name
     if not callable(student_fn):
-        raise GradingError(f"{func_name}: expected a function, got {type(student_fn).__name__}")
-    cases = task.hidden_cases()
+        return Finding(f"{func_name}: expected a function, got {type(student_fn).__name__}")
     outcomes, first = [], None
     for args in cases:
         expected = to_numpy(_call(task.reference, args))
         try:
             got = _call(student_fn, args)
         except NotImplementedError:
-            raise GradingError(f"{func_name}: not answered yet (raises NotImplementedError)") from None
+            return Finding(f"{func_name}: {NOT_ATTEMPTED} (it raises NotImplementedError)", attempted=False)
         except Exception as exc:  # noqa: BLE001 - report the student's exception as feedback
             outcomes.append(Raised(type(exc).__name__))
             if first is None:
@@ -302,9 +320,17 @@ def check(assignment: str, func_name: str, student_fn: Callable) -> None:
         if problem is not None and first is None:
             first = f"{func_name} on inputs of shapes ({_shape_of(args)}): {problem}"
     if first is None:
-        return
+        return None
     mistake = diagnose(task, outcomes, cases)
     if mistake is not None:
-        raise GradingError(f"{func_name}: this looks like the common mistake [{mistake.name}]: "
-                           f"{mistake.message}.{raised_note(func_name, outcomes, cases)}")
-    raise GradingError(first)
+        return Finding(mistake_sentence(func_name, mistake) + raised_note(func_name, outcomes, cases), mistake)
+    return Finding(first)
+
+
+def check(assignment: str, func_name: str, student_fn: Callable) -> None:
+    """Compare ``student_fn`` with the reference on every hidden case; raise GradingError naming the mistake
+    (:func:`examine`)."""
+    task = get_task(assignment, func_name)
+    finding = examine(task, student_fn, task.hidden_cases())
+    if finding is not None:
+        raise GradingError(finding.message)

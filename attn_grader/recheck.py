@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import sandbox
-from .core import Raised, Task, describe_difference, diagnose, raised_note, to_numpy
+from .core import NOT_ATTEMPTED, Raised, Task, describe_difference, diagnose, raised_note, to_numpy
 from .safeio import Refused, read_regular
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
@@ -47,7 +47,8 @@ class Recheck:
     """The verdict of the re-check for one task: passed, and if not, why (naming the mistake where known).
 
     ``mistake``: the catalogued mistake's name, or ``unrecognised`` (a wrong output no catalogued mistake
-    reproduces), ``error`` (the answer raised) or ``unfinished``; ``example``: the first wrong output
+    reproduces), ``error`` (the answer raised), ``not attempted yet`` (it raised NotImplementedError, as the
+    released stub does) or ``unfinished``; ``example``: the first wrong output
     and the expected one, in brief (numbers only: nothing that names the student).
     """
 
@@ -248,6 +249,9 @@ def compare(tasks: list[Task], cases: dict[str, list], index: dict) -> dict[str,
                 raised = raised_note(task.func_name, outcomes, task_cases)
                 verdict = Recheck(False, f"[{mistake.name}] {mistake.message}" + ("." + raised if raised else ""),
                                   mistake.name, mistake.message, example)
+            elif any(isinstance(o, Raised) and o.kind == "NotImplementedError" for o in outcomes):
+                why = f"{NOT_ATTEMPTED} (it raises NotImplementedError)"  # as attn_grader.core.examine says
+                verdict = Recheck(False, why, NOT_ATTEMPTED, why)
             elif raised:
                 verdict = Recheck(False, problem, "error", problem)
             else:

@@ -14,7 +14,8 @@ class Result:
     max: dict[str, float] = field(default_factory=dict)  # grade id -> points
     scores: dict[str, float] = field(default_factory=dict)  # grade id -> final points
     task_notes: dict[str, str] = field(default_factory=dict)  # grade id -> why it lost points
-    # grade id -> the re-check's finding: {"name": a catalogued mistake or unrecognised/error/unfinished,
+    # grade id -> the re-check's finding: {"name": a catalogued mistake, or unrecognised/error/unfinished/
+    # "not attempted yet",
     # "message", "got", "expected"} (for the class report)
     mistakes: dict[str, dict] = field(default_factory=dict)
     total: float = 0.0

@@ -1,5 +1,5 @@
-"""What a reader and a student wait for: the book build, cold and warm, and a student's feedback loop
-(a released notebook, answered and run).
+"""What a reader and a student wait for: the book build, cold and warm, a student's feedback loop
+(a released notebook, answered and run) and the self-check of one task.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from . import REPO, TITLES, Row, skipped
+from . import REPO, TITLES, Row, ms, skipped
 
 
 def fig_feedback(quick: bool) -> list[Row]:
@@ -42,6 +42,45 @@ def fig_feedback(quick: bool) -> list[Row]:
     t = float(np.median(times))
     return [Row(TITLES["feedback"], f"exercises/{name}, answered, run with nbclient: kernel start to last visible "
                 "test", f"{t:.2f} s", "≤ 2 s", t <= 2.0, f"median of {len(times)}")]
+
+
+def fig_selfcheck(quick: bool) -> list[Row]:
+    """The self-check a test cell runs (attn_grader.selfcheck.report: fresh inputs, the reference, the answer
+    and, when it is wrong, every catalogued mistake), per task: the slower of the solution and its slowest
+    catalogued mistake, median of repeats; the median over all tasks and the slowest task."""
+    import nbformat
+
+    from attn_grader.core import load_mistake, tasks_of
+    from attn_grader.demo import answers_of
+    from attn_grader.selfcheck import report
+
+    per_task: dict[str, float] = {}
+    repeat = 3 if quick else 5
+    for a in sorted(os.listdir(os.path.join(REPO, "solutions"))):
+        source = nbformat.read(os.path.join(REPO, "solutions", a, a + ".ipynb"), as_version=4)
+        tasks = tasks_of(a)
+        ns: dict = {}
+        exec(tasks[0].setup + "\n" + "\n".join(answers_of(source).values()), ns)  # noqa: S102
+        for task in tasks:
+            answers = [ns[task.func_name], *(load_mistake(task, m) for m in task.mistakes)]
+            worst = 0.0
+            for fn in answers:
+                times = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    report(task, fn)
+                    times.append(time.perf_counter() - t0)
+                worst = max(worst, float(np.median(times)))
+            per_task[task.key] = worst
+    cold = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); "
+                           "import attn_grader.selfcheck, attn_grader.catalogue.ps12_efficient; "
+                           "print(time.perf_counter() - t)"], capture_output=True, text=True, cwd=REPO)
+    first = f"; importing it in a fresh kernel: {ms(float(cold.stdout))} once" if cold.returncode == 0 else ""
+    median = float(np.median(list(per_task.values())))
+    slowest = max(per_task, key=per_task.get)
+    return [Row(TITLES["selfcheck"], f"one task's self-check, the solution or its slowest catalogued mistake "
+                f"(median of {repeat}); median over the {len(per_task)} tasks", ms(median), "≤ 0.3 s",
+                median <= 0.3, f"slowest task {slowest}: {ms(per_task[slowest])}{first}")]
 
 
 def _cache_times(build_dir: str) -> dict[str, float]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import REPO, TITLES
-from .book import fig_book, fig_feedback
+from .book import fig_book, fig_feedback, fig_selfcheck
 from .grading import fig_grading, fig_sandbox, fig_scale
 from .speed import fig_banded, fig_blocked, fig_loop, fig_peak, fig_sdpa
 
@@ -16,6 +16,7 @@ FIGURES = {
     "blocked": fig_blocked,
     "peak": fig_peak,
     "feedback": fig_feedback,
+    "selfcheck": fig_selfcheck,
     "book": fig_book,
     "grading": fig_grading,
     "sandbox": fig_sandbox,

@@ -155,6 +155,8 @@ def test_attack_outcome(graded, name):
         assert _processes_mentioning(exp["marker"]) == [], "a process started by the notebook outlived grading"
     feedback = "".join(open(p, encoding="utf-8").read() for p in
                        glob.glob(os.path.join(graded["root"], "feedback", name, "**", "*.html"), recursive=True))
+    for text in exp.get("feedback_has", []):  # the graded feedback's own words
+        assert text in feedback, text
     if exp.get("no_leak"):  # what the kernel printed reaches the feedback: no instructor's or classmate's file
         assert feedback, "no feedback written"
         # (nbgrader's feedback shows the test cells, hidden tests included: that is not a leak)

@@ -88,7 +88,7 @@ def test_check_reports_unanswered_and_exceptions(monkeypatch):
     def unanswered(x):
         raise NotImplementedError
 
-    with pytest.raises(GradingError, match="not answered yet"):
+    with pytest.raises(GradingError, match="not attempted yet"):
         core.check("demo", "f", unanswered)
     with pytest.raises(GradingError, match=r"raised ZeroDivisionError.*shapes \(\(3, 4\)\)"):
         core.check("demo", "f", lambda x: 1 / 0)

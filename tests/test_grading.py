@@ -19,7 +19,7 @@ import pytest
 from others_answers import OTHERS
 
 from attn_grader.autograde import Options, grade
-from attn_grader.core import tasks_of
+from attn_grader.core import NOT_ATTEMPTED, tasks_of
 from attn_grader.demo import answers_of, with_answers
 from attn_grader.discover import find_assignments
 from attn_grader.release import release
@@ -115,9 +115,15 @@ def test_solution_full_marks(graded_class, a):
 
 @pytest.mark.parametrize("a", ASSIGNMENTS)
 def test_blank_scores_zero_everywhere(graded_class, a):
-    r = graded_class[1][f"blank/{a}"]
+    root, results, _ = graded_class
+    r = results[f"blank/{a}"]
     assert r.status == "ok", r
     assert all(r.scores[gid] == 0 for gid in r.tasks), r
+    # the released stub raises NotImplementedError: "not attempted yet" in the re-check (so the class report)
+    # and in the feedback, not "error (not catalogued)"
+    assert {r.mistakes[gid]["name"] for gid in r.tasks} == {NOT_ATTEMPTED}, r.mistakes
+    with open(os.path.join(root, "feedback", "blank", a, a + ".html"), encoding="utf-8") as f:
+        assert f"{NOT_ATTEMPTED} (it raises NotImplementedError)" in f.read()
 
 
 @pytest.mark.parametrize("a", ASSIGNMENTS)

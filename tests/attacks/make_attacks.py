@@ -15,6 +15,7 @@ import shutil
 
 import nbformat
 
+from attn_grader.core import get_task
 from attn_grader.demo import answers_of, with_answers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -355,6 +356,24 @@ for _top in (os.path.dirname(os.path.dirname(_own)), '/mnt', '/proc/1/root/mnt',
 print('planted' if _planted else 'nothing planted')
 '''),
     {"score": 10, "flagged": False})
+# The self-check (attn_grader.selfcheck) is the student's, not the grader's: patched to say "right" whatever the
+# answer, the grade and the graded feedback's diagnosis are unchanged; deleted from every test cell, the same.
+attacks["b15_patched_self_check"] = (honest(normalise_answer='''import sys, types
+try:  # (the re-check's sandbox has no attn_grader)
+    import attn_grader.selfcheck as _sc
+    _sc.check = lambda *a, **k: print("self-check: correct")
+    _fake = types.ModuleType("attn_grader.selfcheck")
+    _fake.check = _sc.check
+    sys.modules["attn_grader.selfcheck"] = _fake
+except ImportError:
+    pass
+''' + next(m.source for m in get_task(A, "normalise").mistakes if m.name == "hard_max")),
+    {"score": 8, "flagged": False, "feedback_has": ["self-check: correct", "re-check: [hard_max]"]})
+nb = honest()
+for _c in nb.cells:
+    if _c.metadata.get("nbgrader", {}).get("grade"):
+        _c.source = "\n".join(ln for ln in _c.source.splitlines() if "self_check" not in ln)
+attacks["b16_self_check_deleted"] = (nb, {"score": 10, "flagged": True})
 attacks["a10a_corrupt_json"] = (None, {"score": None, "status": "ungradable", "text": '{"cells": [ {"cell_'})
 attacks["a10b_empty_folder"] = (None, {"score": None, "status": "ungradable"})
 

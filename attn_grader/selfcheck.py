@@ -1,0 +1,86 @@
+"""The self-check a student runs in the notebook: the catalogue's diagnosis while they work, not a week later.
+
+Every task's visible test cell of an exercise starts with (:func:`cell_lines`)::
+
+    try: from attn_grader.selfcheck import check as self_check  # ...
+    except Exception: self_check = lambda *args: print("No self-check here; to get it: pip install ...")
+    self_check('ps05_matrix_form', 'project', project)  # ...
+
+:func:`check` runs the student's function on *fresh* inputs from the task's own case generator
+(several shapes and the task's edge cases: large scores, masks, one element), seeded from the
+operating system's entropy: never the hidden tests' fixed seed, never the course's secret, so it
+reveals none of the graded inputs.  It compares with the reference and prints one paragraph to
+stdout (never stderr, never an exception): one short line when the function is right, the
+catalogued mistake it matches (:func:`attn_grader.core.examine`: the same sentence as the graded
+feedback), what differs (shape, dtype, which entries) when no mistake matches, or "not attempted
+yet" for ``raise NotImplementedError()``.  The student's arguments never reach the reference.
+
+It imports NumPy, the reference and the catalogue only (no nbgrader, PyTorch or matplotlib:
+``pip install "self-attention-step-by-step[student]"`` is all it needs; tests/test_selfcheck.py and
+the import contracts in pyproject.toml hold it to that).  Grading does not read what it prints: a
+submitted notebook is graded by the hidden tests and the sandboxed re-check, whatever the
+self-check says or whether it runs at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from .core import Finding, Task, examine, get_task
+
+#: How to get the self-check where the package is missing (the notebook's fallback prints the same).
+HOW_TO_GET_IT = ('pip install "self-attention-step-by-step[student] @ '
+                 'git+https://github.com/self-attention-step-by-step/book@main"')
+
+
+def cell_lines(assignment: str, func_name: str) -> list[str]:
+    """The lines that start each task's visible test cell (after its docstring) in solutions/ and exercises/:
+    the guarded import (where the package is missing, one line saying how to get it) and the call."""
+    fallback = repr(f"No self-check here; to get it: {HOW_TO_GET_IT}")
+    return ["try: from attn_grader.selfcheck import check as self_check  # your function on fresh random inputs",
+            f"except Exception: self_check = lambda *args: print({fallback})",
+            f"self_check({assignment!r}, {func_name!r}, {func_name})  # runs first: it names a common mistake, "
+            "then the asserts below run"]
+
+
+def fresh_cases(task: Task) -> list[tuple]:
+    """The task's case generator on a seed drawn from the OS: new inputs on every run."""
+    seed = np.random.SeedSequence()
+    while seed.entropy == task.seed():  # 128 random bits are never the hidden tests' 32-bit seed; say so
+        seed = np.random.SeedSequence()
+    return list(task.cases(np.random.default_rng(seed)))
+
+
+def report(task: Task, fn: Callable, cases: list[tuple] | None = None) -> tuple[Finding | None, str]:
+    """(what :func:`attn_grader.core.examine` found, the text the self-check prints) for ``fn`` on ``cases``
+    (default: :func:`fresh_cases`)."""
+    cases = fresh_cases(task) if cases is None else cases
+    with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stderr(sys.stdout):
+        warnings.simplefilter("ignore")
+        finding = examine(task, fn, cases)
+    if finding is None:
+        return None, f"self-check: {task.func_name} is right on {len(cases)} fresh random inputs."
+    text = f"self-check: {finding.message}"
+    hint = getattr(finding.mistake, "hint", "")
+    if hint:
+        text += f"\n  hint: {hint}"
+    if finding.attempted and finding.mistake is None:
+        text += "\n  (no common mistake of the catalogue matches this; the line above says what differs)"
+    return finding, text
+
+
+def check(assignment: str, func_name: str, fn: Callable) -> None:
+    """Print what the self-check finds in ``fn``, the student's answer to task ``func_name`` of ``assignment``.
+
+    Never raises (but KeyboardInterrupt) and writes to stdout only: the visible asserts after it still run.
+    """
+    try:
+        _, text = report(get_task(assignment, func_name), fn)
+    except Exception as exc:  # noqa: BLE001 - an old package, an unknown task: say so, do not fail the cell
+        text = f"self-check: could not check {func_name} ({type(exc).__name__}: {exc})"
+    print(text, flush=True)

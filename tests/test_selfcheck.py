@@ -1,0 +1,296 @@
+"""The students' self-check (attn_grader.selfcheck, issue 30): in-process for every task and every catalogued
+mistake (fast), the notebooks' test cells that call it, and a few notebooks run top to bottom in a fresh kernel,
+with and without the package (slow).
+
+The self-check names each catalogued mistake with the graded feedback's sentence and nothing for the solution;
+a mistake outside the catalogue gets what differs; ``raise NotImplementedError()`` is "not attempted yet"; it
+prints to stdout only, never raises, draws fresh inputs (never the hidden ones) and imports nothing heavy.
+"""
+
+import ast
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from attn_grader import GradingError, classreport, core, recheck, selfcheck
+from attn_grader.core import NOT_ATTEMPTED, Mistake, load_mistake, tasks_of
+from attn_grader.result import Result
+from solutions import ASSIGNMENTS, all_answers, cells, other_answers
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _said(capsys, task, fn) -> str:
+    """What the self-check prints for ``fn``; it writes nothing to stderr."""
+    selfcheck.check(task.assignment, task.func_name, fn)
+    out, err = capsys.readouterr()
+    assert err == "", err
+    return out
+
+
+def _solution(task):
+    return load_mistake(task, Mistake("solution", "", all_answers(task.assignment)))
+
+
+def _off_by_one_entry(fn):
+    """The right answer with one entry of its (first) output changed: a mistake no catalogue holds."""
+    def bump(x):
+        if isinstance(x, tuple | list):
+            return type(x)([bump(x[0]), *x[1:]])
+        a = np.array(x, copy=True)
+        if a.dtype == bool:
+            a.flat[0] = not a.flat[0]
+        else:
+            a.flat[0] = a.flat[0] + 7
+        return a
+
+    return lambda *args: bump(fn(*args))
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_catalogued_mistake_is_named_and_the_solution_gets_one_short_line(assignment, capsys):
+    for task in tasks_of(assignment):
+        out = _said(capsys, task, _solution(task))
+        assert out == f"self-check: {task.func_name} is right on {len(task.hidden_cases())} fresh random inputs.\n"
+        others = other_answers(assignment, task.func_name)
+        for m in task.mistakes:
+            out = _said(capsys, task, load_mistake(task, Mistake(m.name, m.message, others + "\n" + m.source)))
+            assert out.startswith("self-check: " + core.mistake_sentence(task.func_name, m)), (m.name, out)
+            assert out.count("common mistake [") == 1, out
+
+
+def test_the_self_check_says_what_the_graded_feedback_says():
+    task = core.get_task("ps05_matrix_form", "attention_matrix")
+    m = next(m for m in task.mistakes if m.name == "softmax_wrong_axis")
+    with pytest.raises(GradingError) as graded:
+        core.check(task.assignment, task.func_name, load_mistake(task, m))
+    finding, text = selfcheck.report(task, load_mistake(task, m))
+    assert finding.mistake == m and text == f"self-check: {graded.value}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_mistake_outside_the_catalogue_gets_what_differs(assignment, capsys):
+    for task in tasks_of(assignment):
+        out = _said(capsys, task, _off_by_one_entry(_solution(task)))
+        assert "common mistake [" not in out, out
+        assert re.search(r"\d+ of \d+ values differ; first at index \(", out), out
+        assert "no common mistake of the catalogue matches this" in out
+
+
+def test_a_wrong_shape_or_dtype_is_said_plainly(capsys):
+    task = core.get_task("ps05_matrix_form", "attention_matrix")
+    assert "expected shape (5, 5), got (5, 4)" in _said(capsys, task, lambda Q, K: np.zeros((Q.shape[1], 4)))
+    assert "expected numbers, got dtype" in _said(capsys, task, lambda Q, K: np.full((Q.shape[1],) * 2, "a"))
+
+
+def test_not_implemented_is_not_attempted_yet(capsys):
+    task = core.get_task("ps04_step_by_step", "normalise")
+
+    def stub(alpha):
+        raise NotImplementedError()
+
+    out = _said(capsys, task, stub)
+    assert out == f"self-check: normalise: {NOT_ATTEMPTED} (it raises NotImplementedError)\n"
+    with pytest.raises(GradingError, match=f"normalise: {NOT_ATTEMPTED}"):  # the graded feedback says the same
+        core.check(task.assignment, task.func_name, stub)
+
+
+def test_it_never_raises_and_writes_nothing_to_stderr(capsys):
+    import warnings
+
+    task = core.get_task("ps04_step_by_step", "normalise")
+
+    def noisy(alpha):
+        print("to stderr", file=sys.stderr)
+        warnings.warn("a warning", stacklevel=1)
+        return np.exp(np.asarray(alpha) * 1e6)  # overflows: RuntimeWarning from NumPy
+
+    out = _said(capsys, task, noisy)
+    assert "to stderr" in out and "self-check: normalise" in out
+    assert "raised ZeroDivisionError" in _said(capsys, task, lambda alpha: 1 / 0)
+    assert "expected a function, got int" in _said(capsys, task, 3)
+    selfcheck.check("ps04_step_by_step", "no_such_task", print)
+    out, err = capsys.readouterr()
+    assert out.startswith("self-check: could not check no_such_task (KeyError") and not err
+
+
+def test_its_inputs_are_fresh_never_the_hidden_ones():
+    task = core.get_task("ps05_matrix_form", "project")
+    seen = []
+    selfcheck.report(task, lambda *args: seen.append(args[0]) or (None, None, None))
+    hidden = [np.asarray(c[0]) for c in task.hidden_cases()]
+    assert len(seen) == len(hidden)
+    assert not any(s.shape == h.shape and np.array_equal(s, h) for s in seen for h in hidden)
+    again = selfcheck.fresh_cases(task)
+    assert not np.array_equal(again[0][0], seen[0])  # a new draw on every run
+
+
+def test_it_imports_with_numpy_and_the_reference_alone():
+    """The self-check runs where nbgrader, PyTorch, matplotlib, Jupyter and the book's support cannot be
+    imported (a student's plain NumPy environment), and imports none of them."""
+    heavy = ("torch", "matplotlib", "nbgrader", "nbformat", "nbclient", "nbconvert", "IPython", "ipykernel",
+             "jupyter_client", "dask", "distributed", "scipy", "sklearn", "torch_geometric", "attn_book", "bench")
+    code = textwrap.dedent(f"""
+        import sys
+        for name in {heavy!r}:
+            sys.modules[name] = None
+        from attn_grader.selfcheck import check
+        from attn_grader.core import tasks_of
+        ns = {{}}
+        exec({(tasks_of("ps05_matrix_form")[0].setup + chr(10) + all_answers("ps05_matrix_form"))!r}, ns)
+        for task in tasks_of("ps05_matrix_form"):
+            check(task.assignment, task.func_name, ns[task.func_name])
+        print(sorted(n for n in {heavy!r} if sys.modules.get(n) is not None))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 5 and all(" is right on " in ln for ln in lines[:4]) and lines[4] == "[]", proc.stdout
+
+
+# ------------------------------------------------------------------- the notebooks' test cells
+
+def _test_cells(folder: str, assignment: str) -> dict[str, str]:
+    nb = nbformat.read(ROOT / folder / assignment / f"{assignment}.ipynb", as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+
+
+@pytest.mark.parametrize("folder", ["solutions", "exercises"])
+def test_every_test_cell_runs_the_self_check_of_its_task_first(folder):
+    n = 0
+    for assignment in ASSIGNMENTS:
+        tests = _test_cells(folder, assignment)
+        assert set(tests) == {f"{t.func_name}_test" for t in tasks_of(assignment)}
+        for task in tasks_of(assignment):
+            lines = tests[f"{task.func_name}_test"].splitlines()
+            assert ast.literal_eval(lines[0]) and lines[1:4] == selfcheck.cell_lines(assignment, task.func_name)
+            n += 1
+    assert n == 42
+    assert selfcheck.HOW_TO_GET_IT in selfcheck.cell_lines("ps01_vector_sets", "one_hot")[1]
+
+
+def _visible_cells_without_the_package(assignment: str, answers: str) -> subprocess.CompletedProcess:
+    """The released setup cell, ``answers`` and every released test cell, in a Python where attn_grader cannot
+    be imported; each test cell's outcome printed after it."""
+    setup = cells(assignment)["setup"]
+    tests = list(_test_cells("exercises", assignment).values())
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["attn_grader"] = None  # as on a machine without the package
+        ns = {{}}
+        exec({setup!r} + "\\n" + {answers!r}, ns)
+        for source in {tests!r}:
+            try:
+                exec(source, ns)
+                print("PASSED")
+            except AssertionError:
+                print("ASSERT FAILED")
+    """)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_without_the_package_the_asserts_still_run_and_say_how_to_get_it():
+    a = "ps04_step_by_step"
+    hint = f"No self-check here; to get it: {selfcheck.HOW_TO_GET_IT}"
+    proc = _visible_cells_without_the_package(a, all_answers(a))
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    assert proc.stdout.splitlines() == [hint, "PASSED"] * len(tasks_of(a))
+    task = core.get_task(a, "normalise")
+    wrong = other_answers(a, "normalise") + "\n" + task.mistakes[0].source
+    proc = _visible_cells_without_the_package(a, wrong)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    assert proc.stdout.splitlines().count("ASSERT FAILED") == 1  # the visible asserts ran, and caught it
+    assert proc.stdout.splitlines().count(hint) == len(tasks_of(a))
+
+
+# ------------------------------------------------------------------- "not attempted yet" in the grader
+
+def test_the_recheck_and_the_class_report_say_not_attempted_yet():
+    task = core.get_task("ps04_step_by_step", "normalise")
+    cases = {"normalise": task.hidden_cases()[:2]}
+    index = {"outputs": {"normalise": {"results": [{"error": "NotImplementedError: "}] * 2}}}
+    verdict = recheck.compare([task], cases, index)["normalise"]
+    assert not verdict.passed and verdict.mistake == NOT_ATTEMPTED
+    assert verdict.reason == f"{NOT_ATTEMPTED} (it raises NotImplementedError)"
+    index = {"outputs": {"normalise": {"results": [{"error": "ValueError: no"}] * 2}}}
+    assert recheck.compare([task], cases, index)["normalise"].mistake == "error"
+    r = Result("s", "ps04_step_by_step", tasks=["normalise_test"], max={"normalise_test": 2.0},
+               scores={"normalise_test": 0.0}, max_total=2.0,
+               mistakes={"normalise_test": {"name": verdict.mistake, "message": verdict.message}})
+    ranked = classreport.findings([r], "normalise_test")
+    assert [(f["name"], f["message"]) for f in ranked] == [(NOT_ATTEMPTED, verdict.message)]
+    assert classreport.shown_name(NOT_ATTEMPTED) == NOT_ATTEMPTED  # not "... (not catalogued)"
+    assert classreport.shown_name("unrecognised") == "unrecognised (not catalogued)"
+
+
+# ------------------------------------------------------------------- in a fresh kernel (nbclient)
+
+def _run_notebook(nb, tmp_path, first: str | None = None):
+    from nbclient import NotebookClient
+
+    if first is not None:
+        nb.cells.insert(0, nbformat.v4.new_code_cell(first))
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    return nb
+
+
+def _outputs(cell, kind: str) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == kind)
+
+
+def _release_with(assignment: str, answers: dict[str, str]):
+    from attn_grader.demo import answers_of, with_answers
+
+    src = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+    return with_answers(release, {**answers_of(src), **answers})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment, func_name, k", [("ps03_relevance", "softmax", 0),
+                                                      ("ps05_matrix_form", "attention_matrix", 4),
+                                                      ("ps11_graphs", "masked_softmax", 1)])
+def test_a_student_notebook_run_top_to_bottom_names_its_mistake_under_that_task(tmp_path, assignment, func_name, k):
+    mistake = core.get_task(assignment, func_name).mistakes[k]
+    nb = _run_notebook(_release_with(assignment, {f"{func_name}_answer": mistake.source}), tmp_path)
+    for c in nb.cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id", "")
+        if not (gid.endswith("_test") and c.metadata["nbgrader"].get("grade")):
+            continue
+        out = _outputs(c, "stdout")
+        if gid == f"{func_name}_test":  # (the asserts after the self-check may warn: the mistake's own exp)
+            assert out.startswith(f"self-check: {func_name}: this looks like the common mistake [{mistake.name}]")
+        else:
+            assert out.startswith("self-check: ") and " is right on " in out, (gid, out)
+            assert not _outputs(c, "stderr"), gid
+
+
+@pytest.mark.slow
+def test_a_notebook_in_a_kernel_without_the_package_runs_its_asserts_and_says_how_to_get_it(tmp_path):
+    a = "ps05_matrix_form"
+    mistake = core.get_task(a, "project").mistakes[1]
+    nb = _run_notebook(_release_with(a, {"project_answer": mistake.source}), tmp_path,
+                       first="import sys\nsys.modules['attn_grader'] = None  # a kernel without the package")
+    hint = f"No self-check here; to get it: {selfcheck.HOW_TO_GET_IT}\n"
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert [_outputs(c, "stdout") for c in tests] == [hint] * 4
+    errors = [o["ename"] for c in tests for o in c.outputs if o.get("output_type") == "error"]
+    assert errors == ["AssertionError"]  # the wrong project fails its visible asserts; the others pass
+
+
+def test_how_to_get_it_names_the_books_repository():
+    """The one line a notebook prints without the package installs from the repository of _config.yml (as
+    the chapters' launch cells do)."""
+    import yaml
+
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    assert selfcheck.HOW_TO_GET_IT == (f'pip install "self-attention-step-by-step[student] @ '
+                                       f'git+{repo["url"].rstrip("/")}@{repo.get("branch", "main")}"')
