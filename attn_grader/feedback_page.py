@@ -32,6 +32,7 @@ from .bilingual import MARKER
 # A MathML element that could act (a link, a script, an event handler) is not written: the formula is
 # shown as its source instead.  latex2mathml builds its output with ElementTree, which escapes text.
 _ACTIVE = re.compile(r"\shref\s*=|<\s*script|\son[a-z]+\s*=|javascript:", re.IGNORECASE)
+MAX_TEX = 4000  # characters: far more than any formula of the task texts; a longer one (a student's) stays code
 
 
 def mathml(tex: str, display: bool = False) -> str:
@@ -39,10 +40,12 @@ def mathml(tex: str, display: bool = False) -> str:
     read is shown as code, without dollars."""
     from latex2mathml.converter import convert
 
-    try:
-        out = convert(tex.strip(), display="block" if display else "inline")
-    except Exception:  # noqa: BLE001 - any TeX (a student's too) must still give a page
-        out = ""
+    out = ""
+    if len(tex) <= MAX_TEX:
+        try:
+            out = convert(tex.strip(), display="block" if display else "inline")
+        except Exception:  # noqa: BLE001 - any TeX (a student's too) must still give a page
+            out = ""
     if not out or _ACTIVE.search(out):
         return f'<code class="tex">{html.escape(tex.strip())}</code>'
     return out

@@ -41,6 +41,7 @@ def test_a_formula_becomes_mathml_and_bad_tex_shows_as_code():
     # a link inside a formula (latex2mathml writes \href as an href attribute) is not written
     linked = feedback_page.mathml(r"\href{javascript:alert(1)}{x}")
     assert linked.startswith('<code class="tex">') and "<math" not in linked
+    assert feedback_page.mathml("x^2" * 5000).startswith('<code class="tex">')  # too long to convert
     assert "<b>" not in feedback_page.mathml("<b>x</b>")  # text is escaped, whatever the converter makes of it
 
 
@@ -165,3 +166,17 @@ def test_every_section_address_is_in_the_built_book(lang):
             if f'id="{next_steps.anchor(heading)}"' not in path.read_text(encoding="utf-8"):
                 missing.append(f"{a}.{func}: {path.relative_to(SITE)}#{next_steps.anchor(heading)}")
     assert not missing, missing
+
+
+def test_every_formula_of_every_exercise_becomes_mathml():
+    """The task texts of all twelve assignments, English and Chinese: no formula falls back to code."""
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
+
+    failed = []
+    for a in ASSIGNMENTS:
+        for cell in nbformat.read(ROOT / "exercises" / a / f"{a}.ipynb", as_version=4).cells:
+            if cell.cell_type != "markdown":
+                continue
+            out = MarkdownWithMath(renderer=feedback_page.MathMLRenderer(escape=False)).render(cell.source)
+            failed += [f"{a}: {m}" for m in re.findall(r'<code class="tex">(.*?)</code>', out)]
+    assert not failed, failed
