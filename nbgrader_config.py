@@ -35,3 +35,6 @@ c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(?s).*"  # every stderr stream; errors are reported as error outputs, not stderr
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+# The feedback page renders its formulas as MathML and loads nothing from the network (no MathJax CDN),
+# with colours and markup that pass WCAG 2.1 AA (attn_grader/feedback_page.py); make grade uses the same.
+c.GenerateFeedback.exporter_class = "attn_grader.feedback_page.FeedbackHTML"

@@ -20,6 +20,7 @@ import nbformat
 from . import recheck, record, sandbox
 from .course import PACKAGES, Course, Options, converter, quiet_logs, scores_from_gradebook, set_final_scores
 from .discover import Submitted
+from .next_steps import next_steps_cell
 from .result import Result, empty_result
 from .sanitize import strip_active_outputs
 from .scores import final_scores
@@ -141,6 +142,7 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                     nb = nbformat.read(autograded, as_version=4)
                     strip_active_outputs(nb)
                     nb.cells.insert(0, record.notes_cell(r.finish()))
+                    nb.cells.insert(0, next_steps_cell(r))
                     nbformat.write(nb, autograded)
             results.append(r)
         with quiet_logs(), contextlib.suppress(Exception):

@@ -72,7 +72,7 @@ def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: 
     c.GenerateAssignment.force = True
     c.GenerateAssignment.create_assignment = True
     c.GenerateFeedback.force = True
-    c.GenerateFeedback.exporter_class = "attn_grader.patches.FeedbackHTML"
+    c.GenerateFeedback.exporter_class = "attn_grader.feedback_page.FeedbackHTML"
     if opts is not None:
         from nbconvert.preprocessors import ClearMetadataPreprocessor
         from nbgrader.preprocessors import (

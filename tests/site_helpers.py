@@ -22,6 +22,9 @@ IN_CI = bool(os.environ.get("CI"))
 VIEWPORT = {"width": 1280, "height": 900}
 TIMEOUT_MS = 20_000
 LOCAL = ("file:", "data:", "blob:")  # what a page read from disk may request
+# axe-core's rules of WCAG 2.1 levels A and AA (book/accessibility.md states the target); every violation
+# counts, whatever its impact.
+WCAG21_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
 
 
 def need(condition: bool, message: str) -> None:
@@ -79,6 +82,18 @@ def chromium() -> Iterator:
             yield browser
         finally:
             browser.close()
+
+
+def wcag_violations(page) -> list[dict]:
+    """axe-core's WCAG 2.1 A and AA violations of the page as it stands, every impact."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    return Axe().run(page, options=WCAG21_AA).response["violations"]
+
+
+def describe_violations(violations: list[dict]) -> str:
+    return "\n".join(f"  {v['id']} ({v['impact']}): {v['help']}; " +
+                     "; ".join(" ".join(map(str, n["target"])) for n in v["nodes"][:5]) for v in violations)
 
 
 def offline_page(browser):

@@ -215,3 +215,27 @@ def test_answers_written_elsewhere_get_their_outcome_in_process(other):
                 verdict = compare([task], {func: cases}, {"outputs": {func: {"results": results}}})[func]
                 assert verdict.passed is full, (seed, verdict)
                 assert full or not name or verdict.mistake == name, (seed, verdict)
+
+# TeX source a reader would see as such: a braced sub- or superscript, a command, a dollar, or a caret on a
+# letter, digit or bar (W^k, K^T, |x|^2); a power in parentheses, 10000^(-2i/d), reads as written.
+_TEX_LIKE = re.compile(r"_\{|\^\{|\\[A-Za-z]+|\$|[A-Za-z0-9|')]\^[A-Za-z0-9]")
+
+
+def tex_like(text: str) -> list[str]:
+    return _TEX_LIKE.findall(text)
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
+def test_messages_read_as_text(module):
+    """Issue 30: a catalogue message is shown as text (class report, feedback notes, terminal), so it
+    writes alpha_{i,j} as αᵢⱼ and W^k as W_k, never as TeX source."""
+    bad = {f"{t.func_name}.{m.name}": tex_like(m.message) for t in module.TASKS for m in t.mistakes
+           if tex_like(m.message)}
+    assert not bad, f"messages with TeX-like source: {bad}"
+
+
+def test_the_tex_check_fails_on_tex():
+    for tex in ("alpha_{i,j}", "W^k", "alpha'_{i,j}", "Q K^T", "|x_i|^2", r"\sqrt{d}", "$q^1$", "q^{i,h}"):
+        assert tex_like(tex), tex
+    for text in ("αᵢⱼ", "W_k", "α′ᵢⱼ", "Q Kᵀ", "|xᵢ|²", "sqrt(d_k)", "10000^(-2i/d)", "x(t−w)", "hₜ₋₁"):
+        assert not tex_like(text), text

@@ -7,8 +7,13 @@ second, two the last task's first, two answer right, one hands in a notebook cut
 
 * the report ranks the mistakes by how many made them, counts every submission once, and lists the
   ungradable and the flagged submission with their reasons;
-* the page, opened offline in Chromium, loads every image, logs no error, and axe-core finds no
-  serious or critical accessibility violation;
+* the page, opened offline in Chromium, loads every image, logs no error, and axe-core's WCAG 2.1 A
+  and AA rules find nothing, whatever the impact;
+* a student's feedback page (issue 30), opened in Chromium with the network off: every formula of the
+  task text drawn (MathML, in the English and the Chinese half of each cell), no raw ``$…$`` left in
+  its text, nothing requested from another host, nothing for axe-core's WCAG 2.1 A and AA rules; it
+  opens with what to do next (the task, its score, the mistake's name and message, the chapter's
+  section that teaches it);
 * the Canvas and Moodle files have the layouts those systems document, and read back they give the
   numbers of grades.csv.
 """
@@ -16,6 +21,7 @@ second, two the last task's first, two answer right, one hands in a notebook cut
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +30,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
+from site_helpers import describe_violations, wcag_violations
 
 from attn_grader import classreport, lms
 from attn_grader.autograde import Options, grade
@@ -139,7 +146,6 @@ def test_figures_have_alt_text_that_says_what_they_show(graded):
 def test_the_page_in_chromium_offline_images_console_and_axe(graded):
     if not Path(CHROMIUM).is_file():
         pytest.fail(f"no chromium at {CHROMIUM} (make system-packages installs it)")
-    from axe_playwright_python.sync_playwright import Axe
     from playwright.sync_api import sync_playwright
 
     external, errors = [], []
@@ -153,12 +159,49 @@ def test_the_page_in_chromium_offline_images_console_and_axe(graded):
         page.goto(Path(graded["root"], classreport.REPORT_FILE).as_uri())
         broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0).length")
         n_images = page.evaluate("document.images.length")
-        axe = Axe().run(page)
+        bad = wcag_violations(page)
         browser.close()
     assert external == [] and errors == []
     assert n_images == 2 and broken == 0
-    bad = [v for v in axe.response["violations"] if v.get("impact") in ("serious", "critical")]
-    assert bad == [], [(v["id"], v["help"]) for v in bad]
+    assert bad == [], describe_violations(bad)
+
+
+_RAW_TEX = re.compile(r"\$[^$\n]+\$|\\(alpha|frac|sum|cdot|qquad)\b")
+
+
+def test_a_feedback_page_reads_offline_with_its_formulas_and_passes_wcag(graded):
+    """s01 made the first task's first catalogued mistake."""
+    from site_helpers import chromium, offline_page
+
+    path = Path(graded["root"], "feedback", "s01", A, A + ".html")
+    source = path.read_text(encoding="utf-8")
+    assert "$q^1$" not in source and "<math" in source and "<script" not in source
+    with chromium() as browser:
+        page = offline_page(browser)
+        errors = []
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.goto(path.as_uri(), wait_until="load")
+        text = page.evaluate("document.body.innerText")
+        drawn = page.evaluate("""() => [...document.querySelectorAll('math')].map(m => ({
+            zh: !!m.closest('[lang="zh-CN"]'), w: m.getBoundingClientRect().width}))""")
+        first = page.evaluate("""() => { const h = document.querySelector('.text_cell_render h3');
+            const list = h.parentElement.querySelector('ol');
+            return {heading: h.textContent, item: list.children[0].innerText,
+                    links: [...list.children[0].querySelectorAll('a')].map(a => a.href)}; }""")
+        bad = wcag_violations(page)
+        external = page.external
+    assert external == [] and errors == []
+    assert _RAW_TEX.findall(text) == [], _RAW_TEX.findall(text)[:5]
+    assert len(drawn) > 20 and all(m["w"] > 0 for m in drawn), "a formula is not drawn"
+    assert any(m["zh"] for m in drawn) and any(not m["zh"] for m in drawn), "formulas in both languages"
+    assert bad == [], describe_violations(bad)
+    # the page opens with what to do next: the first task, its mistake, and the section that teaches it
+    assert first["heading"].startswith("What to do next")
+    mistake = FIRST.mistakes[0]
+    assert FIRST.func_name in first["item"] and mistake.name in first["item"] and mistake.message in first["item"]
+    assert "0 / " in first["item"] and len(first["links"]) == 2
+    assert first["links"][0].endswith("/book/step_by_step.html#step-1-one-query-one-key-one-score")
+    assert "/zh/book/step_by_step.html#" in first["links"][1]
 
 
 def _read(path) -> list[list[str]]:

@@ -89,7 +89,9 @@ def test_export_keeps_make_grades_csv(course):
     root, _, grades_csv, logs = course
     assert "nbgrader_grades.csv" in logs["export"]
     assert (root / "grades.csv").read_text() == grades_csv
-    assert (root / "feedback" / "cy" / A / (A + ".html")).exists()
+    page = (root / "feedback" / "cy" / A / (A + ".html")).read_text(encoding="utf-8")
+    # nbgrader_config.py gives the stock command make grade's feedback page: formulas as MathML, no CDN
+    assert "<math" in page and "mathjax" not in page.lower() and '<html lang="en"' in page
 
 
 def test_a_students_check_before_handing_in_can_fail(course, tmp_path):

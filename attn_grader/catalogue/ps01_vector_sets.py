@@ -72,28 +72,28 @@ def _cases_cosine(rng):
 
 
 COSINE_MISTAKES = (
-    Mistake("no_normalisation", "the dot products x_i . x_j were returned without dividing by the lengths "
-            "|x_i| |x_j|",
+    Mistake("no_normalisation", "the dot products xᵢ · xⱼ were returned without dividing by the lengths "
+            "|xᵢ| |xⱼ|",
             '''def cosine_similarity_matrix(X):
     return X @ X.T
 '''),
     Mistake("normalised_columns", "the columns (features) were normalised instead of the rows (vectors); "
-            "each row x_i must be divided by its own length |x_i|",
+            "each row xᵢ must be divided by its own length |xᵢ|",
             '''def cosine_similarity_matrix(X):
     U = X / np.linalg.norm(X, axis=0, keepdims=True)
     return U @ U.T
 '''),
-    Mistake("one_sided_normalisation", "x_i . x_j was divided by |x_i|^2 (only one vector's length, squared) "
-            "instead of |x_i| |x_j|; the result must be symmetric",
+    Mistake("one_sided_normalisation", "xᵢ · xⱼ was divided by |xᵢ|² (only one vector's length, squared) "
+            "instead of |xᵢ| |xⱼ|; the result must be symmetric",
             '''def cosine_similarity_matrix(X):
     return (X @ X.T) / (np.linalg.norm(X, axis=1, keepdims=True) ** 2)
 '''),
-    Mistake("one_length_only", "x_i . x_j was divided by |x_j| alone (the length of column j's vector, "
-            "broadcast over the rows); the cosine divides by both lengths, |x_i| |x_j|",
+    Mistake("one_length_only", "xᵢ · xⱼ was divided by |xⱼ| alone (the length of column j's vector, "
+            "broadcast over the rows); the cosine divides by both lengths, |xᵢ| |xⱼ|",
             '''def cosine_similarity_matrix(X):
     return (X @ X.T) / np.linalg.norm(X, axis=1)
 '''),
-    Mistake("squared_lengths", "x_i . x_j was divided by |x_i|^2 |x_j|^2 (squared lengths) instead of |x_i| |x_j|",
+    Mistake("squared_lengths", "xᵢ · xⱼ was divided by |xᵢ|² |xⱼ|² (squared lengths) instead of |xᵢ| |xⱼ|",
             '''def cosine_similarity_matrix(X):
     sq = np.sum(X ** 2, axis=1)
     return (X @ X.T) / np.outer(sq, sq)

@@ -57,8 +57,8 @@ WINDOW_MISTAKES = (
     n = X.shape[0]
     return np.concatenate([X[k:n - 2 * w + k] for k in range(2 * w + 1)], axis=1)
 '''),
-    Mistake("reversed_order", "the window was concatenated right to left; the order is x_{t-w}, ..., x_t, ..., "
-            "x_{t+w}",
+    Mistake("reversed_order", "the window was concatenated right to left; the order is x(t−w), …, x(t), …, "
+            "x(t+w)",
             '''def window_features(X, w):
     n, d = X.shape
     P = np.concatenate([np.zeros((w, d)), X, np.zeros((w, d))])
@@ -89,23 +89,23 @@ def _cases_fcn(rng):
 
 
 FCN_MISTAKES = (
-    Mistake("no_relu", "the ReLU between the two layers is missing: h_t = max(0, W1 x_t + b1)",
+    Mistake("no_relu", "the ReLU between the two layers is missing: hₜ = max(0, W1 xₜ + b1)",
             '''def fcn_tag_logits(X, W1, b1, W2, b2):
     return (X @ W1.T + b1) @ W2.T + b2
 '''),
-    Mistake("relu_on_output", "a ReLU was also applied to the output scores; the tag scores y_t = W2 h_t + b2 "
+    Mistake("relu_on_output", "a ReLU was also applied to the output scores; the tag scores yₜ = W2 hₜ + b2 "
             "are not clipped (they may be negative)",
             '''def fcn_tag_logits(X, W1, b1, W2, b2):
     H = np.maximum(X @ W1.T + b1, 0.0)
     return np.maximum(H @ W2.T + b2, 0.0)
 '''),
-    Mistake("bias_after_relu", "b1 was added after the ReLU; it belongs inside: max(0, W1 x_t + b1)",
+    Mistake("bias_after_relu", "b1 was added after the ReLU; it belongs inside: max(0, W1 xₜ + b1)",
             '''def fcn_tag_logits(X, W1, b1, W2, b2):
     H = np.maximum(X @ W1.T, 0.0) + b1
     return H @ W2.T + b2
 '''),
     Mistake("softmax_applied", "a softmax was applied to the scores; the task asks for the raw scores "
-            "(logits) y_t = W2 h_t + b2",
+            "(logits) yₜ = W2 hₜ + b2",
             '''def fcn_tag_logits(X, W1, b1, W2, b2):
     Y = np.maximum(X @ W1.T + b1, 0.0) @ W2.T + b2
     E = np.exp(Y - Y.max(axis=1, keepdims=True))
@@ -140,8 +140,8 @@ def windowed_logits(X, w, W1, b1, W2, b2):
     F = np.concatenate([np.roll(X, w - k, axis=0) for k in range(2 * w + 1)], axis=1)
     return _fcn(F, W1, b1, W2, b2)
 '''),
-    Mistake("window_reversed", "the window was concatenated right to left; W1's columns expect x_{t-w} first "
-            "and x_{t+w} last",
+    Mistake("window_reversed", "the window was concatenated right to left; W1's columns expect x(t−w) first "
+            "and x(t+w) last",
             _FCN + '''
 def windowed_logits(X, w, W1, b1, W2, b2):
     n, d = X.shape
@@ -158,7 +158,7 @@ def windowed_logits(X, w, W1, b1, W2, b2):
     return _fcn(F, W1, b1, W2, b2)
 '''),
     Mistake("window_summed", "the 2w + 1 vectors of the window were added up instead of concatenated "
-            "(then repeated to fit W1); the FCN reads [x_{t-w}; ...; x_{t+w}], one block of W1's columns "
+            "(then repeated to fit W1); the FCN reads [x(t−w); …; x(t+w)], one block of W1's columns "
             "per position",
             _FCN + '''
 def windowed_logits(X, w, W1, b1, W2, b2):

@@ -43,8 +43,8 @@ def _cases_dot(rng):
 
 
 DOT_MISTAKES = (
-    Mistake("transposed", "the result is transposed (K Q^T): row i must hold query i's scores, "
-            "scores = Q K^T of shape (n_q, n_k)",
+    Mistake("transposed", "the result is transposed (K Qᵀ): row i must hold query i's scores, "
+            "scores = Q Kᵀ of shape (n_q, n_k)",
             '''def dot_product_scores(Q, K):
     return K @ Q.T
 '''),
@@ -197,7 +197,7 @@ def _cases_weights(rng):
 
 
 WEIGHTS_MISTAKES = (
-    Mistake("missing_scale", "the scores were not divided by sqrt(d): weights = softmax(Q K^T / sqrt(d))",
+    Mistake("missing_scale", "the scores were not divided by sqrt(d): weights = softmax(Q Kᵀ / sqrt(d))",
             '''def attention_weights(Q, K):
     s = Q @ K.T
     e = np.exp(s - s.max(axis=-1, keepdims=True))

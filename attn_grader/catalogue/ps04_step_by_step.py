@@ -50,16 +50,16 @@ def _cases_qkv(rng):
 
 
 QKV_MISTAKES = (
-    Mistake("wq_wk_swapped", "q was computed with W^k and k with W^q: q^j = W^q a^j, k^j = W^k a^j",
+    Mistake("wq_wk_swapped", "q was computed with W_k and k with W_q: qʲ = W_q aʲ, kʲ = W_k aʲ",
             '''def query_key_value(a_j, W_q, W_k, W_v):
     return W_k @ a_j, W_q @ a_j, W_v @ a_j
 '''),
-    Mistake("weights_transposed", "the weights were applied transposed (a^j W instead of W a^j); "
-            "W has shape (d_out, d_in), so q^j = W^q a^j",
+    Mistake("weights_transposed", "the weights were applied transposed (aʲ W instead of W aʲ); "
+            "W has shape (d_out, d_in), so qʲ = W_q aʲ",
             '''def query_key_value(a_j, W_q, W_k, W_v):
     return a_j @ W_q, a_j @ W_k, a_j @ W_v
 '''),
-    Mistake("v_from_wk", "v was computed with W^k instead of W^v: v^j = W^v a^j",
+    Mistake("v_from_wk", "v was computed with W_k instead of W_v: vʲ = W_v aʲ",
             '''def query_key_value(a_j, W_q, W_k, W_v):
     return W_q @ a_j, W_k @ a_j, W_k @ a_j
 '''),
@@ -83,25 +83,25 @@ def _cases_scores(rng):
 
 
 SCORES_MISTAKES = (
-    Mistake("self_score_missing", "the query's own score alpha_{i,i} = q^i . k^i was left out; "
+    Mistake("self_score_missing", "the query's own score αᵢᵢ = qⁱ · kⁱ was left out; "
             "every vector is also compared with itself, so there are n scores",
             '''def attention_scores_for_query(a, i, W_q, W_k):
     q_i = W_q @ a[:, i]
     return np.array([q_i @ (W_k @ a[:, j]) for j in range(a.shape[1]) if j != i])
 '''),
-    Mistake("wq_wk_swapped", "W^q and W^k were swapped: the query is q^i = W^q a^i and the keys k^j = W^k a^j",
+    Mistake("wq_wk_swapped", "W_q and W_k were swapped: the query is qⁱ = W_q aⁱ and the keys kʲ = W_k aʲ",
             '''def attention_scores_for_query(a, i, W_q, W_k):
     q_i = W_k @ a[:, i]
     return (W_q @ a).T @ q_i
 '''),
     Mistake("scaled_by_sqrt_dk", "the scores were divided by sqrt(d_k); this task asks for the lecture's "
-            "plain dot product alpha_{i,j} = q^i . k^j",
+            "plain dot product αᵢⱼ = qⁱ · kʲ",
             '''def attention_scores_for_query(a, i, W_q, W_k):
     q_i = W_q @ a[:, i]
     return (W_k @ a).T @ q_i / np.sqrt(W_q.shape[0])
 '''),
     Mistake("softmax_applied_early", "softmax was already applied; this task asks for the raw scores "
-            "alpha_{i,j}, normalising is the next task",
+            "αᵢⱼ, normalising is the next task",
             '''def attention_scores_for_query(a, i, W_q, W_k):
     s = (W_k @ a).T @ (W_q @ a[:, i])
     e = np.exp(s - s.max())
@@ -179,27 +179,27 @@ def _cases_output(rng):
 
 
 OUTPUT_MISTAKES = (
-    Mistake("softmax_forgotten", "the raw scores alpha_{i,j} weighted the values; they must be normalised "
-            "with softmax first (alpha'_{i,j})",
+    Mistake("softmax_forgotten", "the raw scores αᵢⱼ weighted the values; they must be normalised "
+            "with softmax first (α′ᵢⱼ)",
             '''def output_for_query(a, i, W_q, W_k, W_v):
     alpha = (W_k @ a).T @ (W_q @ a[:, i])
     return (W_v @ a) @ alpha
 '''),
-    Mistake("weights_on_inputs", "the weights alpha'_{i,j} multiplied the inputs a^j instead of the values "
-            "v^j = W^v a^j",
+    Mistake("weights_on_inputs", "the weights α′ᵢⱼ multiplied the inputs aʲ instead of the values "
+            "vʲ = W_v aʲ",
             '''def output_for_query(a, i, W_q, W_k, W_v):
     alpha = (W_k @ a).T @ (W_q @ a[:, i])
     e = np.exp(alpha - alpha.max())
     return a @ (e / e.sum())
 '''),
-    Mistake("wq_wk_swapped", "W^q and W^k were swapped: the query is q^i = W^q a^i and the keys k^j = W^k a^j",
+    Mistake("wq_wk_swapped", "W_q and W_k were swapped: the query is qⁱ = W_q aⁱ and the keys kʲ = W_k aʲ",
             '''def output_for_query(a, i, W_q, W_k, W_v):
     alpha = (W_q @ a).T @ (W_k @ a[:, i])
     e = np.exp(alpha - alpha.max())
     return (W_v @ a) @ (e / e.sum())
 '''),
-    Mistake("only_own_value", "b^i was taken as v^i alone; b^i is the weighted sum over all values "
-            "sum_j alpha'_{i,j} v^j",
+    Mistake("only_own_value", "bⁱ was taken as vⁱ alone; bⁱ is the weighted sum over all values "
+            "Σⱼ α′ᵢⱼ vʲ",
             '''def output_for_query(a, i, W_q, W_k, W_v):
     return W_v @ a[:, i]
 '''),

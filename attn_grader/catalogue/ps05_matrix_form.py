@@ -51,17 +51,17 @@ def _cases_project(rng):
 
 
 PROJECT_MISTAKES = (
-    Mistake("row_layout", "the result is in the row layout (I^T W^T, one vector per row); this task uses the "
-            "lecture's columns: Q = W^q I has shape (d_k, n)",
+    Mistake("row_layout", "the result is in the row layout (Iᵀ Wᵀ, one vector per row); this task uses the "
+            "lecture's columns: Q = W_q I has shape (d_k, n)",
             '''def project(I, W_q, W_k, W_v):
     return I.T @ W_q.T, I.T @ W_k.T, I.T @ W_v.T
 '''),
-    Mistake("wq_wk_swapped", "W^q and W^k were swapped: Q = W^q I and K = W^k I",
+    Mistake("wq_wk_swapped", "W_q and W_k were swapped: Q = W_q I and K = W_k I",
             '''def project(I, W_q, W_k, W_v):
     return W_k @ I, W_q @ I, W_v @ I
 '''),
-    Mistake("weights_transposed", "the weights were used transposed (W^T I); W has shape (d_out, d_in), "
-            "so Q = W^q I",
+    Mistake("weights_transposed", "the weights were used transposed (Wᵀ I); W has shape (d_out, d_in), "
+            "so Q = W_q I",
             '''def project(I, W_q, W_k, W_v):
     return W_q.T @ I, W_k.T @ I, W_v.T @ I
 '''),
@@ -93,7 +93,7 @@ def _column_slips(build, d_k: str) -> dict[str, Mistake]:
 
     ``build(A)`` is the task's answer cell computing the scores A; ``d_k`` is how that cell spells d_k.
     """
-    slips = (Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = K^T Q / sqrt(d_k)",
+    slips = (Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = Kᵀ Q / sqrt(d_k)",
                      build("K.T @ Q")),
              Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
                      build(f"K.T @ Q / {d_k}")),
@@ -113,11 +113,11 @@ def _col_softmax_mistake(expr: str, axis: int = 0) -> str:
 _MATRIX_SLIPS = _column_slips(_col_softmax_mistake, "K.shape[0]")
 ATTENTION_MATRIX_MISTAKES = (
     Mistake("softmax_wrong_axis", "the softmax ran along each row; in the column layout each column of A "
-            "(one query's scores) is normalised, so the columns of A' sum to 1",
+            "(one query's scores) is normalised, so the columns of A′ sum to 1",
             _col_softmax_mistake("K.T @ Q / np.sqrt(K.shape[0])", axis=1)),
     _MATRIX_SLIPS["missing_scale"],
     _MATRIX_SLIPS["scaled_by_d"],
-    Mistake("qt_k", "A was computed as Q^T K; the lecture's A = K^T Q puts query i's scores in column i",
+    Mistake("qt_k", "A was computed as Qᵀ K; the lecture's A = Kᵀ Q puts query i's scores in column i",
             _col_softmax_mistake("Q.T @ K / np.sqrt(K.shape[0])")),
     Mistake("not_stabilised", _stability.not_stabilised("each column's"),
             '''def attention_matrix(Q, K):
@@ -158,15 +158,15 @@ def _columns_mistake(scores: str, axis: int = 0, out: str = "V @ A_prime") -> st
 
 _COLUMNS_SLIPS = _column_slips(_columns_mistake, "W_q.shape[0]")
 COLUMNS_MISTAKES = (
-    Mistake("qt_k", "A was computed as Q^T K (the same as swapping W^q and W^k); the lecture's A = K^T Q "
+    Mistake("qt_k", "A was computed as Qᵀ K (the same as swapping W_q and W_k); the lecture's A = Kᵀ Q "
             "puts query i's scores in column i",
             _columns_mistake("Q.T @ K / np.sqrt(W_q.shape[0])")),
     Mistake("softmax_wrong_axis", "the softmax ran along each row of A; each column (one query) must sum to 1",
             _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", axis=1)),
     _COLUMNS_SLIPS["missing_scale"],
     _COLUMNS_SLIPS["scaled_by_d"],
-    Mistake("a_prime_transposed", "the output used A' transposed (O = V A'^T); column i of O = V A' is "
-            "b^i = sum_j alpha'_{i,j} v^j",
+    Mistake("a_prime_transposed", "the output used A′ transposed (O = V A′ᵀ); column i of O = V A′ is "
+            "bⁱ = Σⱼ α′ᵢⱼ vʲ",
             _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", out="V @ A_prime.T")),
     Mistake("not_stabilised", _stability.not_stabilised("each column's"),
             edited(_columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])"),
@@ -208,14 +208,14 @@ def _rows_mistake(q="X @ W_q.T", k="X @ W_k.T", v="X @ W_v.T", scale="/ np.sqrt(
 ROWS_MISTAKES = (
     Mistake("softmax_wrong_axis", "the softmax ran over the queries (axis -2); in the row layout each row "
             "(one query) is normalised: axis=-1", _rows_mistake(axis=-2)),
-    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): softmax(Q K^T / sqrt(d_k))",
+    Mistake("missing_scale", "the scores were not divided by sqrt(d_k): softmax(Q Kᵀ / sqrt(d_k))",
             _rows_mistake(scale="")),
     Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
             _rows_mistake(scale="/ W_q.shape[0]")),
-    Mistake("wq_wk_swapped", "W_q and W_k were swapped: Q = X W_q^T, K = X W_k^T",
+    Mistake("wq_wk_swapped", "W_q and W_k were swapped: Q = X W_qᵀ, K = X W_kᵀ",
             _rows_mistake(q="X @ W_k.T", k="X @ W_q.T")),
     Mistake("weights_not_transposed", "the weights were applied without transposing (X W); W has nn.Linear's "
-            "shape (d_out, d_in), so Q = X W_q^T", _rows_mistake(q="X @ W_q", k="X @ W_k", v="X @ W_v")),
+            "shape (d_out, d_in), so Q = X W_qᵀ", _rows_mistake(q="X @ W_q", k="X @ W_k", v="X @ W_v")),
     Mistake("not_stabilised", _stability.not_stabilised(),
             _rows_mistake().replace("np.exp(s - s.max(axis=-1, keepdims=True))", "np.exp(s)")),
     Mistake("shifted_by_min", _stability.shifted_by_min(), _rows_mistake().replace("s.max(", "s.min(")),

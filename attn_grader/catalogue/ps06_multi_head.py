@@ -62,7 +62,7 @@ SPLIT_MISTAKES = (
     return X.reshape(n, h, d // h)
 '''),
     Mistake("rows_and_columns_swapped", "each head was returned transposed, (h, d_h, n); head h is an (n, d_h) "
-            "matrix whose row i is q^{i,h}",
+            "matrix whose row i is head h's qⁱ",
             '''def split_heads(X, h):
     n, d = X.shape
     return X.reshape(n, h, d // h).transpose(1, 2, 0)
@@ -169,7 +169,7 @@ def _mha_mistake(body: str) -> str:
 
 MHA_MISTAKES = (
     Mistake("weights_transposed", "the weights were used untransposed (X @ W instead of X @ W.T); they have "
-            "the shape of torch.nn.Linear.weight, (d_out, d_in), so Q = X W_q^T, and out = merge(...) W_o^T",
+            "the shape of torch.nn.Linear.weight, (d_out, d_in), so Q = X W_qᵀ, and out = merge(...) W_oᵀ",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q, h), _split(X @ W_k, h), _split(X @ W_v, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
@@ -183,7 +183,7 @@ MHA_MISTAKES = (
     return _merge(w @ V) @ W_o.T, w
 ''')),
     Mistake("w_o_forgotten", "the concatenated heads were returned without the output projection W_o: "
-            "b^i = W_o [b^{i,1}; ...; b^{i,h}]",
+            "bⁱ = W_o [bⁱ of head 1; …; bⁱ of head h]",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
@@ -212,8 +212,8 @@ MHA_MISTAKES = (
     return _merge(w @ V) @ W_o.T, w
 ''')),
     Mistake("heads_averaged", "the heads' attention weights were averaged into one (n, n) matrix applied "
-            "to all the values; each head applies its own weights to its own v^{j,h}, and the heads are "
-            "concatenated",
+            "to all the values; each head applies its own weights to its own values (head h's vʲ), and the "
+            "heads are concatenated",
             _mha_mistake('''    n, d = X.shape
     Q, K = _split(X @ W_q.T, h), _split(X @ W_k.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))

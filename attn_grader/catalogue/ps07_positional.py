@@ -123,22 +123,22 @@ _TABLE = '''def _table(n, d, first=0):
 '''
 
 ADD_MISTAKES = (
-    Mistake("concatenated", "e^i was concatenated to a^i; the lecture adds it, a^i + e^i, keeping shape (..., n, d)",
+    Mistake("concatenated", "eⁱ was concatenated to aⁱ; the lecture adds it, aⁱ + eⁱ, keeping shape (..., n, d)",
             _TABLE + '''def add_positions(X):
     n, d = X.shape[-2], X.shape[-1]
     return np.concatenate([X, np.broadcast_to(_table(n, d), X.shape)], axis=-1)
 '''),
-    Mistake("positions_from_1", "the positions were counted from 1; a^1 (row 0) gets e for position 0",
+    Mistake("positions_from_1", "the positions were counted from 1; a¹ (row 0) gets e for position 0",
             _TABLE + '''def add_positions(X):
     return X + _table(X.shape[-2], X.shape[-1], first=1)
 '''),
     Mistake("table_transposed", "the table was built with the roles of n and d exchanged (d positions, n "
-            "dimensions) and transposed; row i of the table is e^i, built from n positions and d dimensions",
+            "dimensions) and transposed; row i of the table is eⁱ, built from n positions and d dimensions",
             _TABLE + '''def add_positions(X):
     n, d = X.shape[-2], X.shape[-1]
     return X + _table(d, n).T
 '''),
-    Mistake("multiplied", "X was multiplied by the table; the encoding is added: a^i + e^i",
+    Mistake("multiplied", "X was multiplied by the table; the encoding is added: aⁱ + eⁱ",
             _TABLE + '''def add_positions(X):
     return X * _table(X.shape[-2], X.shape[-1])
 '''),
@@ -167,7 +167,7 @@ def _shift_mistake(freq: str, block: str) -> str:
 
 SHIFT_MISTAKES = (
     Mistake("rotation_transposed", "the rotation turns the wrong way (the signs of sin are swapped): that "
-            "is M_{-k}, which moves back by k; with PE = (sin, cos) pairs the block is [[cos, sin], [-sin, cos]]",
+            "is M₋ₖ, which moves back by k; with PE = (sin, cos) pairs the block is [[cos, sin], [-sin, cos]]",
             _shift_mistake("1 / 10000 ** (2 * i / d)", "[[c, -s], [s, c]]")),
     Mistake("angle_without_frequency", "each block turned by the angle k; pair i turns by k * w_i with "
             "w_i = 10000^(-2i/d)", _shift_mistake("1.0", "[[c, s], [-s, c]]")),

@@ -134,13 +134,13 @@ SCORES_MISTAKES = (
             _scores_mistake('''    d = pos[:, None, :] - pos[None, :, :]
     return -alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)
 ''')),
-    Mistake("square_term_missing", "the ||delta||^2 term is missing: without it the scores grow without bound "
+    Mistake("square_term_missing", "the ||delta||² term is missing: without it the scores grow without bound "
             "in the direction of Delta instead of peaking at delta = Delta",
             _scores_mistake('''    d = pos[None, :, :] - pos[:, None, :]
     return -alpha * (-2 * d @ delta)
 ''')),
     Mistake("sign_flipped", "the scores have the wrong sign: v_h = -alpha (1, -2 Delta), so the score is "
-            "-alpha (||delta||^2 - 2 <delta, Delta>), largest at delta = Delta",
+            "-alpha (||delta||² - 2 <delta, Delta>), largest at delta = Delta",
             _scores_mistake('''    d = pos[None, :, :] - pos[:, None, :]
     return alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)
 ''')),

@@ -53,16 +53,16 @@ def _rnn_mistake(step: str, store: str = "    H[t] = h\n") -> str:
 
 
 RNN_MISTAKES = (
-    Mistake("state_not_carried", "the hidden state was reset to zero at every step, so h_t only saw x_t; the "
-            "memory h_{t-1} of the previous step must enter h_t",
+    Mistake("state_not_carried", "the hidden state was reset to zero at every step, so hₜ only saw xₜ; the "
+            "memory hₜ₋₁ of the previous step must enter hₜ",
             _rnn_mistake("        h = np.tanh(W_xh @ x[t] + W_hh @ np.zeros_like(h) + b)\n")),
-    Mistake("W_hh_transposed", "W_hh was transposed: the new state is W_hh @ h_{t-1}, not h_{t-1} @ W_hh "
-            "(= W_hh^T h_{t-1})",
+    Mistake("W_hh_transposed", "W_hh was transposed: the new state is W_hh @ hₜ₋₁, not hₜ₋₁ @ W_hh "
+            "(= W_hhᵀ hₜ₋₁)",
             _rnn_mistake("        h = np.tanh(W_xh @ x[t] + W_hh.T @ h + b)\n")),
-    Mistake("tanh_forgotten", "the tanh was forgotten: h_t = tanh(W_xh x_t + W_hh h_{t-1} + b)",
+    Mistake("tanh_forgotten", "the tanh was forgotten: hₜ = tanh(W_xh xₜ + W_hh hₜ₋₁ + b)",
             _rnn_mistake("        h = W_xh @ x[t] + W_hh @ h + b\n")),
-    Mistake("states_shifted", "row t holds h_{t-1} instead of h_t (the state was stored before the update): "
-            "row 0 must be h_1, the state after reading x_1",
+    Mistake("states_shifted", "row t holds hₜ₋₁ instead of hₜ (the state was stored before the update): "
+            "row 0 must be h₁, the state after reading x₁",
             '''def rnn_forward(x, W_xh, W_hh, b):
     n = x.shape[0]
     h = np.zeros(W_xh.shape[0])
@@ -121,7 +121,7 @@ ATTENTION_MISTAKES = (
     e = np.exp(s - s.max(axis=1, keepdims=True))
     return (e / e.sum(axis=1, keepdims=True)) @ V
 ''')),
-    Mistake("W_q_W_k_swapped", "W_q and W_k were swapped: the queries are x W_q^T and the keys x W_k^T",
+    Mistake("W_q_W_k_swapped", "W_q and W_k were swapped: the queries are x W_qᵀ and the keys x W_kᵀ",
             '''def attention_all(x, W_q, W_k, W_v):
     Q, K, V = x @ W_k.T, x @ W_q.T, x @ W_v.T
     s = Q @ K.T / np.sqrt(Q.shape[1])
@@ -161,8 +161,8 @@ def _path_mistake(recurrent="n", conv="max(1, -(-(n - 1) // (k - 1)))", dilated=
 
 
 PATH_MISTAKES = (
-    Mistake("recurrent_off_by_one", "the RNN's path was counted as n - 1 (only the h_{t-1} -> h_t steps); the "
-            "step x_1 -> h_1 is on the path too: x_1 -> h_1 -> ... -> h_n is n steps",
+    Mistake("recurrent_off_by_one", "the RNN's path was counted as n - 1 (only the hₜ₋₁ -> hₜ steps); the "
+            "step x₁ -> h₁ is on the path too: x₁ -> h₁ -> ... -> hₙ is n steps",
             _path_mistake(recurrent="n - 1")),
     Mistake("conv_divides_by_k", "each convolution layer was taken to reach k positions further; a kernel of "
             "width k reaches k - 1 positions further back (it also covers the position itself)",
@@ -170,10 +170,10 @@ PATH_MISTAKES = (
     Mistake("conv_rounded_down", "the number of convolution layers was rounded down; a partial layer is still "
             "a layer: ceil((n - 1) / (k - 1))",
             _path_mistake(conv="max(1, (n - 1) // (k - 1))")),
-    Mistake("dilated_log2", "the dilated convolution used log base 2 whatever k is; with dilations 1, k, k^2, ... "
-            "the receptive field after L layers is k^L, so L = ceil(log_k n)",
+    Mistake("dilated_log2", "the dilated convolution used log base 2 whatever k is; with dilations 1, k, k², ... "
+            "the receptive field after L layers is kᴸ, so L = ceil(log_k n)",
             _path_mistake(dilated="max(1, int(np.ceil(np.log2(n))))")),
-    Mistake("zero_layers_for_n1", "with n = 1 a convolution still needs one layer between x_1 and y_1 "
+    Mistake("zero_layers_for_n1", "with n = 1 a convolution still needs one layer between x₁ and y₁ "
             "(the path length is at least 1)",
             _path_mistake(conv="-(-(n - 1) // (k - 1))", dilated="L")),
 )

@@ -66,7 +66,7 @@ _ONLINE_SOFTMAX = '''def online_softmax(x, block):
 
 ONLINE_SOFTMAX_MISTAKES = (
     Mistake("sum_not_rescaled", "the running sum was not rescaled when the maximum grew: "
-            "l must become l * exp(m_old - m_new) + sum_j exp(x_j - m_new)",
+            "l must become l * exp(m_old - m_new) + Σⱼ exp(xⱼ - m_new)",
             edited(_ONLINE_SOFTMAX, ("l = l * np.exp(m - m_new) + ", "l = l + "))),
     Mistake("max_of_block_only", "the running maximum was replaced by the maximum of the current block; "
             "it must be m_new = max(m_old, max of the block)",
@@ -143,7 +143,7 @@ ONLINE_STEP_MISTAKES = (
     return m_new, l * np.exp(m - m_new) + np.sum(p), acc + p @ V
 '''),
     Mistake("sum_not_rescaled", "the running sum l was not rescaled by exp(m_old - m_new) when the "
-            "maximum grew: l_new = l * exp(m_old - m_new) + sum_j exp(s_j - m_new)",
+            "maximum grew: l_new = l * exp(m_old - m_new) + Σⱼ exp(sⱼ - m_new)",
             edited(_ONLINE_STEP, ("l * c + np.sum(p)", "l + np.sum(p)"))),
     Mistake("max_of_block_only", "the new maximum was the block's maximum alone; it must be "
             "max(m_old, max_j s_j)",
@@ -232,7 +232,7 @@ BLOCKED_MISTAKES = (
             "K[j0:j0 + block - 1]): the blocks must cover every key exactly once",
             _blocked_with(("S = Q @ K[j0:j0 + block].T", "S = Q @ K[j0:j0 + block - 1].T"),
                           ("P @ V[j0:j0 + block]", "P @ V[j0:j0 + block - 1]"))),
-    Mistake("scale_missing", "the scores were not divided by sqrt(d_k): softmax(Q K^T / sqrt(d_k)) V",
+    Mistake("scale_missing", "the scores were not divided by sqrt(d_k): softmax(Q Kᵀ / sqrt(d_k)) V",
             _blocked_with(("    Q = Q / np.sqrt(d_k)\n", ""))),
     Mistake("not_normalised", "the output was not divided by the running sum l at the end",
             _blocked_with(("return acc / l", "return acc"))),
