@@ -18,16 +18,18 @@ from concurrent.futures import ThreadPoolExecutor
 import nbformat
 
 from . import recheck, record, sandbox
-from .course import PACKAGES, Course, Options, converter, quiet_logs, scores_from_gradebook, set_final_scores
+from .course import Course, Options, converter, kernel_mounts, quiet_logs, scores_from_gradebook, set_final_scores
 from .discover import Submitted
 from .result import Result, empty_result
 from .sanitize import strip_active_outputs
 from .scores import final_scores
 
 
-def _kernelspec(work: str, opts: Options) -> None:
-    spec = {"ro": PACKAGES, "memory": opts.memory, "cpu": opts.budget + 60, "fsize": 256 << 20, "nproc": 256}
-    if not opts.sandbox:
+def _kernelspec(work: str, opts: Options, root: str) -> None:
+    if opts.sandbox:
+        spec = {"ro": list(kernel_mounts(root)), "memory": opts.memory, "cpu": opts.budget + 60,
+                "fsize": 256 << 20, "nproc": 256}
+    else:
         spec = {"disabled": True, "memory": opts.memory, "cpu": opts.budget + 60, "fsize": 256 << 20}
     kdir = os.path.join(work, "jupyter", "kernels", "attn-grade")
     os.makedirs(kdir, exist_ok=True)
@@ -56,7 +58,7 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     db = os.path.join(cdir, "gradebook.db")
     with open(db, "wb") as f:
         f.write(course.template)
-    _kernelspec(work, opts)
+    _kernelspec(work, opts, course.root)
     os.environ["JUPYTER_PATH"] = os.path.join(work, "jupyter")
     by_sid = {s.sid: s for s, _ in items}
     if ran is not None:
