@@ -92,7 +92,8 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                     rechecks[s.sid] = pool.submit(
                         recheck.run, tasks, cases_of[s.sid], course.setups[a], item["answers"], work,
                         wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory, cpu_seconds=opts.recheck_seconds,
-                        call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox)
+                        call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox,
+                        ro=kernel_mounts(course.root, with_packages=False) if opts.sandbox else ())
             ContainedExecute.reports.clear()
             ContainedExecute.to_come = len(group)
             try:

@@ -93,7 +93,8 @@ print(json.dumps({"modules": found, "path": sys.path, "editable": editable}))
 """
 
 
-def import_mounts(modules: list[str] | tuple[str, ...], avoid: list[str] | tuple[str, ...] = ()) -> list[str]:
+def import_mounts(modules: list[str] | tuple[str, ...], avoid: list[str] | tuple[str, ...] = (),
+                  with_modules: bool = True) -> list[str]:
     """What a sandboxed Python (this one, started isolated as a kernel is) imports ``modules`` and their
     dependencies from, beyond the Python installation and ``/usr`` (:func:`python_roots`, mounted anyway):
     the folders of ``modules`` wherever this environment resolves them (an editable finder, a path entry,
@@ -101,7 +102,8 @@ def import_mounts(modules: list[str] | tuple[str, ...], avoid: list[str] | tuple
 
     A folder that holds one of ``modules`` and is no installation (a checkout on the path: its solutions
     lie beside the packages) or holds a folder of ``avoid`` (the course: its solutions, the grader's
-    state) is not offered whole, nor what else lies in it: only the packages.  Runs this
+    state) is not offered whole, nor what else lies in it: only the packages (and not those either with
+    ``with_modules`` False: their dependencies alone, for a process that must not import them).  Runs this
     Python once (about 30 ms); the paths as the sandboxed Python names them, each to mount read-only at
     its own path."""
     import subprocess
@@ -122,8 +124,8 @@ def import_mounts(modules: list[str] | tuple[str, ...], avoid: list[str] | tuple
         if not isinstance(p, str) or not os.path.isabs(p) or not os.path.exists(p):
             continue
         p, real = os.path.abspath(p), os.path.realpath(p) + "/"
-        if real.startswith(system) or (p not in own and (any(h.startswith(real) for h in held)
-                                                         or real.startswith(tuple(checkouts)))):
+        if real.startswith(system) or (not with_modules if p in own else
+                                       any(h.startswith(real) for h in held) or real.startswith(tuple(checkouts))):
             continue
         if not any((p + "/").startswith(m + "/") for m in mounts):
             mounts = [m for m in mounts if not (m + "/").startswith(p + "/")] + [p]
