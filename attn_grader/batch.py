@@ -27,7 +27,7 @@ from .scores import final_scores
 
 def _kernelspec(work: str, opts: Options, root: str) -> None:
     if opts.sandbox:
-        spec = {"ro": list(kernel_mounts(root)), "memory": opts.memory, "cpu": opts.budget + 60,
+        spec = {"ro": list(kernel_mounts(root)[0]), "memory": opts.memory, "cpu": opts.budget + 60,
                 "fsize": 256 << 20, "nproc": 256}
     else:
         spec = {"disabled": True, "memory": opts.memory, "cpu": opts.budget + 60, "fsize": 256 << 20}
@@ -93,7 +93,7 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                         recheck.run, tasks, cases_of[s.sid], course.setups[a], item["answers"], work,
                         wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory, cpu_seconds=opts.recheck_seconds,
                         call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox,
-                        ro=kernel_mounts(course.root, with_packages=False) if opts.sandbox else ())
+                        imports=kernel_mounts(course.root, with_packages=False) if opts.sandbox else ((), ()))
             ContainedExecute.reports.clear()
             ContainedExecute.to_come = len(group)
             try:

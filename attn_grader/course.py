@@ -26,16 +26,18 @@ PACKAGES = [os.path.join(REPO, p) for p in ("attn_ref", "attn_grader")]  # the g
 
 
 @functools.cache
-def kernel_mounts(root: str, with_packages: bool = True) -> tuple[str, ...]:
+def kernel_mounts(root: str, with_packages: bool = True) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What a grading kernel imports, as this environment resolves it for a kernel (``python -I``: not
-    necessarily the packages this process imported from its working folder): our packages and their
-    dependencies beyond the Python installation, mounted read-only in its sandbox; nothing of the
-    course at ``root`` but those packages.  ``with_packages`` False: the dependencies alone (a re-check,
-    where the reference must not be importable)."""
+    necessarily the packages this process imported from its working folder): (the folders of our packages
+    and their dependencies beyond the Python installation, mounted read-only in its sandbox; nothing of the
+    course at ``root`` but those packages, folders to hide).  ``with_packages`` False: the dependencies
+    alone, our packages hidden where they lie in what is mounted anyway (a re-check, where the reference
+    must not be importable)."""
     from . import sandbox
     from .kernel import PACKAGES as KERNEL_PACKAGES
 
-    return tuple(sandbox.import_mounts(KERNEL_PACKAGES, avoid=[root], with_modules=with_packages))
+    mounts, hidden = sandbox.import_mounts(KERNEL_PACKAGES, avoid=[root], with_modules=with_packages)
+    return tuple(mounts), tuple(hidden)
 
 
 @dataclass

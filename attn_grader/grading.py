@@ -53,7 +53,7 @@ def scratch_folder(root: str):
     if os.environ.get(sandbox.PRIVATE_ENV) == str(os.getpid()) and os.geteuid() == 0:
         os.environ[sandbox.MOUNTS_ENV] = "1"  # this process and its workers may mount (privately)
         sandbox.mount_tmpfs(base, 8 << 30)
-        sandbox.stage([*kernel_mounts(root), *kernel_mounts(root, False), recheck.HARNESS])  # once for the run
+        sandbox.stage([*kernel_mounts(root)[0], *kernel_mounts(root, False)[0], recheck.HARNESS])  # once for the run
         os.environ[cluster.SCRATCH_ENV] = base  # the local cluster's workers put their batches here
         try:
             yield base

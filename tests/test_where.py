@@ -113,6 +113,28 @@ def test_the_layouts_import_the_packages_from_where_they_say(layouts):
         assert all(line.startswith(expected) for line in out.stdout.splitlines()), (expected, out.stdout)
 
 
+HIDDEN = r"""
+import subprocess, sys, tempfile
+from attn_grader import sandbox
+mounts, hidden = sandbox.import_mounts(("attn_ref", "attn_grader"), with_modules=False)
+for hide in (hidden, []):
+    with tempfile.TemporaryDirectory() as box:
+        spec = {"work": box, "ro": mounts, "hide": hide}
+        r = subprocess.run(sandbox.command(spec, [sys.executable, "-I", "-c", "import attn_ref.attention"]))
+        print(r.returncode)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("grading_where")
+def test_a_recheck_cannot_import_the_reference_installed_in_the_venv(layouts):
+    """A plain install puts the reference in the virtualenv, which every sandbox mounts: the re-check's
+    sandbox sees its folder empty (and would import it without that)."""
+    plain = layouts[3]
+    out = subprocess.run([plain, "-c", HIDDEN], cwd="/", check=True, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["1", "0"], out
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("grading_where")
 @pytest.mark.parametrize("layout", [FRESH, EDITABLE, PLAIN])
@@ -177,12 +199,27 @@ def test_import_mounts_resolve_the_packages_as_an_isolated_python_does(tmp_path)
     cwd = os.getcwd()
     try:
         os.chdir(course)
-        mounts = sandbox.import_mounts(("attn_ref", "attn_grader"), avoid=[str(course)])
-        deps = sandbox.import_mounts(("attn_ref", "attn_grader"), avoid=[str(course)], with_modules=False)
+        mounts, none = sandbox.import_mounts(("attn_ref", "attn_grader"), avoid=[str(course)])
+        deps, _ = sandbox.import_mounts(("attn_ref", "attn_grader"), avoid=[str(course)], with_modules=False)
     finally:
         os.chdir(cwd)
     offered = [*mounts, *sandbox.python_roots(), "/usr"]
     assert any((where + "/").startswith(m + "/") for m in offered), (where, mounts)
     assert not any((str(course) + "/").startswith(m + "/") or m.startswith(str(course)) for m in mounts), mounts
     assert not any(os.path.exists(os.path.join(m, "attn_ref", "__init__.py")) for m in mounts), mounts  # no checkout
-    assert where not in deps and set(deps) <= set(mounts), (deps, mounts)
+    assert where not in deps and set(deps) <= set(mounts) and none == [], (deps, mounts)
+
+
+def test_a_hidden_folder_is_empty_in_the_sandbox(tmp_path):
+    """``hide``: what a sandbox mounts (the reference here) is seen as an empty folder."""
+    ref = os.path.join(REPO, "attn_ref")
+    probe = [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import attn_ref.attention",
+             REPO]
+    codes = []
+    for hide in ([ref], []):
+        box = tmp_path / f"box{len(hide)}"
+        box.mkdir()
+        r = subprocess.run(sandbox.command({"work": str(box), "ro": [ref], "hide": hide}, probe), capture_output=True,
+                           text=True, timeout=60)
+        codes.append((r.returncode, "ModuleNotFoundError" in r.stderr))
+    assert codes == [(1, True), (0, False)], codes
