@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import nbformat
 
 from . import recheck, record, sandbox
-from .course import PACKAGES, Course, Options, converter, quiet_logs, scores_from_gradebook, set_final_scores
+from .course import Course, Options, converter, kernel_mounts, quiet_logs, scores_from_gradebook, set_final_scores
 from .discover import Submitted
 from .next_steps import next_steps_cell
 from .result import Result, empty_result
@@ -26,9 +26,11 @@ from .sanitize import strip_active_outputs
 from .scores import final_scores
 
 
-def _kernelspec(work: str, opts: Options) -> None:
-    spec = {"ro": PACKAGES, "memory": opts.memory, "cpu": opts.budget + 60, "fsize": 256 << 20, "nproc": 256}
-    if not opts.sandbox:
+def _kernelspec(work: str, opts: Options, root: str) -> None:
+    if opts.sandbox:
+        spec = {"ro": list(kernel_mounts(root)[0]), "memory": opts.memory, "cpu": opts.budget + 60,
+                "fsize": 256 << 20, "nproc": 256}
+    else:
         spec = {"disabled": True, "memory": opts.memory, "cpu": opts.budget + 60, "fsize": 256 << 20}
     kdir = os.path.join(work, "jupyter", "kernels", "attn-grade")
     os.makedirs(kdir, exist_ok=True)
@@ -57,7 +59,7 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     db = os.path.join(cdir, "gradebook.db")
     with open(db, "wb") as f:
         f.write(course.template)
-    _kernelspec(work, opts)
+    _kernelspec(work, opts, course.root)
     os.environ["JUPYTER_PATH"] = os.path.join(work, "jupyter")
     by_sid = {s.sid: s for s, _ in items}
     if ran is not None:
@@ -91,7 +93,8 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                     rechecks[s.sid] = pool.submit(
                         recheck.run, tasks, cases_of[s.sid], course.setups[a], item["answers"], work,
                         wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory, cpu_seconds=opts.recheck_seconds,
-                        call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox)
+                        call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox,
+                        imports=kernel_mounts(course.root, with_packages=False) if opts.sandbox else ((), ()))
             ContainedExecute.reports.clear()
             ContainedExecute.to_come = len(group)
             try:

@@ -10,6 +10,7 @@ from . import patches  # noqa: F401 - first: it changes how nbformat imports
 
 # isort: split
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -23,7 +24,22 @@ from .similarity import MIN_SHARED, THRESHOLD
 
 warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader re-adding a submission
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = [os.path.join(REPO, p) for p in ("attn_ref", "attn_grader")]  # what a kernel may import
+PACKAGES = [os.path.join(REPO, p) for p in ("attn_ref", "attn_grader")]  # the grader's own (its code digest)
+
+
+@functools.cache
+def kernel_mounts(root: str, with_packages: bool = True) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a grading kernel imports, as this environment resolves it for a kernel (``python -I``: not
+    necessarily the packages this process imported from its working folder): (the folders of our packages
+    and their dependencies beyond the Python installation, mounted read-only in its sandbox; nothing of the
+    course at ``root`` but those packages, folders to hide).  ``with_packages`` False: the dependencies
+    alone, our packages hidden where they lie in what is mounted anyway (a re-check, where the reference
+    must not be importable)."""
+    from . import sandbox
+    from .kernel import PACKAGES as KERNEL_PACKAGES
+
+    mounts, hidden = sandbox.import_mounts(KERNEL_PACKAGES, avoid=[root], with_modules=with_packages)
+    return tuple(mounts), tuple(hidden)
 
 
 @dataclass

@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict
 
 from . import classreport, cluster, lms, recheck, record, sandbox, similarity
-from .course import PACKAGES, Options, course_db_url, prepare, quiet_logs, sqlite_path
+from .course import PACKAGES, Options, course_db_url, kernel_mounts, prepare, quiet_logs, sqlite_path
 from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
 from .result import Result, empty_result
@@ -53,7 +53,7 @@ def scratch_folder(root: str):
     if os.environ.get(sandbox.PRIVATE_ENV) == str(os.getpid()) and os.geteuid() == 0:
         os.environ[sandbox.MOUNTS_ENV] = "1"  # this process and its workers may mount (privately)
         sandbox.mount_tmpfs(base, 8 << 30)
-        sandbox.stage([*PACKAGES, recheck.HARNESS])  # once for every sandbox of this run
+        sandbox.stage([*kernel_mounts(root)[0], *kernel_mounts(root, False)[0], recheck.HARNESS])  # once for the run
         os.environ[cluster.SCRATCH_ENV] = base  # the local cluster's workers put their batches here
         try:
             yield base

@@ -19,24 +19,51 @@ AUDIT_FILE = ".attn-audit"
 WATCHED = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
            "os.killpg", "socket.connect", "socket.bind")
 CHANGES = ("os.remove", "os.rmdir", "os.rename", "os.chmod", "os.chown", "os.symlink", "os.link", "shutil.rmtree")
+PACKAGES = ("attn_ref", "attn_grader")  # ours, which the grader mounts wherever the kernel imports them from
 
 
-def allowed_roots() -> list[str]:
+def package_dirs() -> list[str]:
+    """Where this kernel imports our packages from (the sandbox mounts exactly these; an editable
+    finder, a path entry or site-packages, as this environment resolves them)."""
+    import importlib.util
+
+    dirs = []
+    for name in PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None:
+            dirs += list(spec.submodule_search_locations or []) or ([spec.origin] if spec.origin else [])
+    return sorted({os.path.abspath(d) for d in dirs})
+
+
+def allowed_roots(packages: list[str] | None = None) -> list[str]:
+    """Where the kernel may read: the system, the Python installation, its own folder, our packages
+    (not the folder that holds them: a course's checkout holds its solutions too) and the entries of
+    ``sys.path`` other than such a folder."""
+    packages = package_dirs() if packages is None else packages
+    holders = {os.path.dirname(p) for p in packages}
     roots = {os.getcwd(), "/tmp", "/usr", "/etc", "/dev", "/proc/self", "/proc/thread-self", "/sys",
-             sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
-    roots |= {p for p in sys.path if p and os.path.isdir(p)}
+             sys.prefix, sys.base_prefix, *packages}
+    roots |= {p for p in sys.path if p and os.path.isdir(p) and os.path.abspath(p) not in holders}
     # /proc/self resolves to /proc/<pid>: keep the names too (torch reads /proc/self/maps on import).
     return sorted({os.path.realpath(r) for r in roots} | {"/proc/self", "/proc/thread-self"})
 
 
 def install_watch(log_path: str) -> None:
     """Append to ``log_path`` what the kernel tries beyond the sandbox (once the kernel has started)."""
-    roots = tuple(r.rstrip("/") + "/" for r in allowed_roots())
+    packages = package_dirs()
+    allowed = allowed_roots(packages)
+    roots = tuple(r.rstrip("/") + "/" for r in allowed)
     own = tuple(os.path.realpath(r).rstrip("/") + "/" for r in (os.getcwd(), "/tmp"))  # where it may write
     exists, dirname, me = os.path.exists, os.path.dirname, os.getpid()
     here = os.path.realpath(os.getcwd()).rstrip("/") + "/"
-    parts = here.split("/")
-    near = "/".join(parts[:3]) + "/" if here.startswith("/tmp/") and len(parts) > 4 else ""
+    # Under /tmp (the sandbox's own, nearly empty) the sandbox mounts what it offers (the kernel's folder,
+    # our packages or the environment when they live in a /tmp/...) onto empty stand-ins for the folders
+    # that hold them outside: a path inside one of those mounts is offered (a missing __pycache__ of a
+    # fresh clone included), a path among the stand-ins that is in none names a file of the machine outside.
+    offered = tuple(r + "/" for r in (here.rstrip("/"), *(os.path.realpath(p) for p in allowed))
+                    if r.startswith("/tmp/"))
+    stand_ins = tuple(sorted({"/".join(r.split("/")[:k]) + "/" for r in offered
+                              for k in range(3, len(r.split("/")) - 1)}))
     log = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - open for the kernel's life
     seen: set[str] = set()
     abspath, fspath = os.path.abspath, os.fspath
@@ -55,15 +82,16 @@ def install_watch(log_path: str) -> None:
             return None
         if not (path + "/").startswith(roots):
             return path
-        if near and (path + "/").startswith(near) and not (path + "/").startswith(here):
-            # The folders above the working one are the sandbox's empty stand-ins for the course's
-            # folders outside (a course in /tmp/...): a path among them that is not the kernel's
-            # own folder names a file of the machine outside.
+        if not path.startswith("/tmp/"):
+            return None
+        if (path + "/").startswith(offered):
+            # Offered, to read; a write there is one into our packages (read-only), not its own folder.
+            return path if roots is own and not (path + "/").startswith(here) else None
+        if (path + "/").startswith(stand_ins):
             return path
-        # Under /tmp (the sandbox's own, nearly empty) a path whose folder is missing names a file
-        # of the machine outside, say a course in /tmp/...: an attempt to reach it.
+        # A path whose folder is missing names a file of the machine outside, say a course in /tmp/...
         # (IPython's own cell files, /tmp/ipykernel_<pid>/..., are looked up before they exist.)
-        missing = path.startswith("/tmp/") and not path.startswith("/tmp/ipykernel_") and not exists(dirname(path))
+        missing = not path.startswith("/tmp/ipykernel_") and not exists(dirname(path))
         return path if missing else None
 
     def hook(event, args):

@@ -96,8 +96,10 @@ def cases_for(task: Task, secret: bytes, answers: dict[str, str] | None = None) 
 
 def run(tasks: list[Task], cases: dict[str, list], setup: str, answers: dict[str, str], work: str, *,
         wall_seconds: float = 120, memory_bytes: int = 4 << 30, cpu_seconds: int = 120, call_seconds: int = 30,
-        box_bytes: int = 256 << 20, use_sandbox: bool = True) -> dict:
-    """Run the harness on ``answers`` in a fresh working folder under ``work``; return its index."""
+        box_bytes: int = 256 << 20, use_sandbox: bool = True, imports: tuple = ((), ())) -> dict:
+    """Run the harness on ``answers`` in a fresh working folder under ``work``; return its index.
+    ``imports``: the folders its dependencies are imported from beyond the Python installation and the
+    folders of our packages to hide (:func:`.course.kernel_mounts` without the packages)."""
     box = tempfile.mkdtemp(prefix="r-", dir=sandbox.boxes_folder(work) if use_sandbox else work)
     mounted = use_sandbox and sandbox.mount_tmpfs(box, box_bytes)
     try:
@@ -109,6 +111,7 @@ def run(tasks: list[Task], cases: dict[str, list], setup: str, answers: dict[str
                 "nproc": 64}
         if use_sandbox:
             spec["ro_files"] = {HARNESS_IN_BOX: HARNESS}
+            spec["ro"], spec["hide"] = list(imports[0]), list(imports[1])
             harness = HARNESS_IN_BOX
         else:
             spec["disabled"] = True
