@@ -4,6 +4,8 @@
     python -m bench --quick         # smaller sizes, no book build, a small class
     python -m bench --only blocked  # one figure (repeatable): sdpa, loop, banded, blocked, peak, feedback,
                                     # selfcheck, book, grading, sandbox, scale
+    python -m bench --only book --busy 2  # beside two CPU-bound processes, as on a busy machine
+                                          # (make bench BUSY=2): the cold book build must still succeed
 
 The machine is shared and noisy, so every figure is a **ratio** of two things measured in the same
 run, in interleaved rounds (each round runs every contender once; the median per contender is kept):

@@ -53,3 +53,35 @@ def test_results_round_trip_for_only_runs():
     assert parsed == rows
     assert runs[0] == "`python -m bench`: 10 s" and runs[1].startswith("`python -m bench --only sdpa`: 3 s")
     assert set(TITLES) == set(FIGURES)
+
+
+def _children() -> set[int]:
+    """The process ids of this process's living children (Linux /proc)."""
+    import os
+
+    kids = set()
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(os.getpid()) and fields[0] != "Z":  # ppid; a zombie is not running
+            kids.add(int(entry))
+    return kids
+
+
+def test_busy_runs_the_figures_beside_cpu_bound_processes(monkeypatch, capsys):
+    import bench.__main__ as cli
+
+    before, seen = _children(), []
+
+    def figure(quick):
+        seen.append(_children() - before)
+        return [Row("x", "s", "1.00×")]
+
+    monkeypatch.setattr(cli, "FIGURES", {"sdpa": figure})
+    assert cli.main(["--only", "sdpa", "--busy", "2", "--output", "-"]) == 0
+    assert len(seen) == 1 and len(seen[0]) == 2, seen  # two processes while the figure ran
+    assert not (_children() - before) & seen[0]  # and none left after it
+    assert "busy processes beside the run (--busy): 2" in capsys.readouterr().out

@@ -103,6 +103,7 @@ def _built(page: str) -> str:
     return path.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_figures_are_numbered_and_described(page):
     problems = figure_problems(_built(page))
@@ -110,6 +111,7 @@ def test_figures_are_numbered_and_described(page):
         problems)
 
 
+@pytest.mark.slow
 def test_figure_names_are_unique_across_the_book():
     seen: dict[str, list[str]] = {}
     for path in sorted(BOOK.glob("*.md")):

@@ -141,6 +141,7 @@ def test_unusable_says_how_to_get_it(monkeypatch):
 
 # ----------------------------------------------------------------------------------------- re-check
 
+@pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("call", [
     "torch.nn.functional.scaled_dot_product_attention(q, k, v)",

@@ -7,12 +7,14 @@ import os
 import subprocess
 import sys
 
+import pytest
 from bs4 import BeautifulSoup
 
 from attn_grader import patches
 from attn_grader.patches import NO_ALT, add_missing_alt
 
 
+@pytest.mark.slow
 def test_alembic_head_read_in_process_equals_the_alembic_command():
     import nbgrader.api as api
 
@@ -39,6 +41,7 @@ def test_gradebooks_of_one_database_share_an_engine_and_still_work(tmp_path):
         assert gb.engine is not first and gb.students == []
 
 
+@pytest.mark.slow
 def test_rfc3987_grammar_is_not_built_by_the_grader():
     code = "import sys, attn_grader.autograde; print('rfc3987_syntax' in sys.modules and " \
            "sys.modules['rfc3987_syntax'] is not None)"

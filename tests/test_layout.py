@@ -128,6 +128,7 @@ def test_the_dependency_files_say_what_each_part_imports():
         assert extra <= pins | {"nbgrader"}, extra - pins
 
 
+@pytest.mark.slow
 def test_each_chapter_page_shows_its_modules_in_its_language():
     from bs4 import BeautifulSoup
     from site_helpers import SITE, need_site

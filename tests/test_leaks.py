@@ -96,6 +96,7 @@ def test_exercises_hold_no_solution():
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_built_site_leaks_nothing():
     site = need_site()
     problems = scan_site(site, ROOT / "solutions", published_sources())

@@ -76,6 +76,7 @@ class _Assets(HTMLParser):
             self.inline.append(data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_page_loads_only_local_assets(page):
     parser = _Assets()
@@ -97,6 +98,7 @@ class _Links(HTMLParser):
             self.hrefs.append(href)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_internal_links_resolve(page):
     """Every link of a page to the site itself names a file that was published."""
@@ -116,6 +118,7 @@ def test_internal_links_resolve(page):
     assert not broken, f"{page} links to files that were not published: {broken}"
 
 
+@pytest.mark.slow
 def test_mathjax_is_served_from_the_site():
     site = need_site()
     math_pages = [p for p in PAGES if 'class="math notranslate' in _html(p)]
@@ -128,6 +131,7 @@ def test_mathjax_is_served_from_the_site():
     assert fonts, "MathJax's CHTML fonts are not published"
 
 
+@pytest.mark.slow
 def test_widget_pages_use_the_local_html_manager():
     widget_pages = [p for p in PAGES if WIDGET_VIEW in _html(p)]
     if not widget_pages:
@@ -148,6 +152,7 @@ def _launch_links(html: str) -> dict[str, str]:
                        re.S)}
 
 
+@pytest.mark.slow
 def test_launch_buttons_open_the_chapters_notebook():
     """Every notebook page has a button per service configured in _config.yml (Binder, JupyterHub,
     Colab), each opening that chapter's book/<page>.ipynb in the repository and branch configured
@@ -173,6 +178,7 @@ def test_launch_buttons_open_the_chapters_notebook():
         assert _launch_links(_html(page)) == expected, page
 
 
+@pytest.mark.slow
 def test_exercises_page_links_every_notebook():
     source = (ROOT / "book" / "exercises.md").read_text()
     linked = {(ROOT / "book" / target).resolve() for target in re.findall(r"\{download\}`[^`<]*<([^>]+)>`", source)}
@@ -185,6 +191,7 @@ def test_exercises_page_links_every_notebook():
         assert {p.name for p in released} <= downloads, "a linked notebook was not published"
 
 
+@pytest.mark.slow
 def test_no_sources_published():
     site = need_site()
     assert not (site / "_sources").exists()

@@ -11,6 +11,10 @@ import re
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs pytest itself (about 10 s): not in make check
+
 GROUPED = '''
 import os
 import pytest

@@ -135,6 +135,7 @@ def glossary_terms() -> list[tuple[str, str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_the_chinese_edition_leaves_nothing_in_the_english_site():
     """The zh build's rendered notebooks (MyST-NB writes them beside its outdir) do not stay in the site."""
     need_site()
@@ -143,6 +144,7 @@ def test_the_chinese_edition_leaves_nothing_in_the_english_site():
     assert list((ZH / "_images").glob("*.png")), "the Chinese pages' images are their own copies"
 
 
+@pytest.mark.slow
 def test_glossary_terms_are_used_on_the_chinese_pages():
     need_site()
     need((ZH / "index.html").is_file(), f"no Chinese edition at {ZH}: run make book")
@@ -228,6 +230,7 @@ class TestChineseSite:
         assert any(f"{expected}.html" in href for href in links), links[:10]
 
 
+@pytest.mark.slow
 def test_figure_captions_and_alt_texts_are_chinese():
     """Figures keep their English labels, but their captions and alt texts are translated."""
     need_site()
