@@ -71,7 +71,7 @@ def measure(threshold: float = similarity.THRESHOLD, min_shared: int = similarit
     fp_pairs, fp_found = [], []
     caught: dict[str, list] = {v: [] for v in VARIANTS}
     missed: dict[str, list] = {v: [] for v in VARIANTS}
-    small, scores = [], []
+    small, scores, own = [], [], {}
     for a, by_who in independent().items():
         if assignments is not None and a not in assignments:
             continue
@@ -85,13 +85,14 @@ def measure(threshold: float = similarity.THRESHOLD, min_shared: int = similarit
             if not alone or alone[0].shared < min_shared:
                 small.append((a, who))
                 continue
+            own[(a, who)] = alone[0].shared
             for v, change in VARIANTS.items():
                 copy = {g: change(s) for g, s in answers.items()}
                 hit = similarity.compare({"original": answers, "copy": copy}, starters, 0.0, min_shared)
                 score = hit[0].score if hit else 0.0
                 (caught if score >= threshold else missed)[v].append((a, who, score))
     return {"independent_pairs": fp_pairs, "false_positives": fp_found, "caught": caught, "missed": missed,
-            "too_small": small, "highest_independent": max(scores, default=0.0)}
+            "too_small": small, "own_code": own, "highest_independent": max(scores, default=0.0)}
 
 
 def main(argv=None) -> int:

