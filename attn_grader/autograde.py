@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell-timeout", type=int, default=Options.cell_timeout)
     p.add_argument("--budget", type=int, default=Options.budget)
     p.add_argument("--memory-gb", type=float, default=Options.memory / (1 << 30))
+    p.add_argument("--max-notebook-mb", type=float, default=Options.max_notebook_bytes / (1 << 20),
+                   help="a larger submitted notebook is ungradable (larger ones are read as a stream, outputs "
+                        "dropped: memory does not grow with them)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="grade without the sandbox where bubblewrap cannot run (every row says so)")
     p.add_argument("--options", help=argparse.SUPPRESS)  # grade(): every Options field as JSON
@@ -120,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.options:
         opts = Options(**json.loads(args.options))
     else:
-        opts = Options(cell_timeout=args.cell_timeout, budget=args.budget, memory=int(args.memory_gb * (1 << 30)))
+        opts = Options(cell_timeout=args.cell_timeout, budget=args.budget, memory=int(args.memory_gb * (1 << 30)),
+                       max_notebook_bytes=int(args.max_notebook_mb * (1 << 20)))
     if args.no_sandbox:
         opts.sandbox = False
     if opts.sandbox:
