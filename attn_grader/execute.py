@@ -50,10 +50,19 @@ def _capped_messages(km, max_bytes: int) -> None:
     3 × 350 MB of stdout took the grader to 2.4 GB before it could say no."""
     import zmq
 
-    km.context.setsockopt(zmq.MAXMSGSIZE, int(max_bytes))
-    km.context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)
+    def capped(context) -> None:  # the defaults of every socket the context makes from now on
+        context.setsockopt(zmq.MAXMSGSIZE, int(max_bytes))
+        context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)
+
     make_client = km.client
-    km.client = lambda **kw: make_client(**{"context": km.context, **kw})  # its sockets in that context
+
+    def client(**kw):
+        kc = make_client(**kw)
+        capped(kc.context)  # the client's own context (it destroys it), before its channels open sockets
+        return kc
+
+    capped(km.context)
+    km.client = client
 
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
