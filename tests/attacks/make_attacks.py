@@ -16,6 +16,7 @@ import shutil
 import nbformat
 
 from attn_grader.demo import answers_of, with_answers
+from what_students_send import what_students_send
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -355,12 +356,13 @@ for _top in (os.path.dirname(os.path.dirname(_own)), '/mnt', '/proc/1/root/mnt',
 print('planted' if _planted else 'nothing planted')
 '''),
     {"score": 10, "flagged": False})
+attacks.update(what_students_send(honest, after))
 attacks["a10a_corrupt_json"] = (None, {"score": None, "status": "ungradable", "text": '{"cells": [ {"cell_'})
 attacks["a10b_empty_folder"] = (None, {"score": None, "status": "ungradable"})
 
 if __name__ == "__main__":
     for name in os.listdir(HERE):
-        if name[:1] in "ab" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
+        if name[:1] in "abd" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
             shutil.rmtree(os.path.join(HERE, name))
     expected = {}
     for name, (nb, exp) in attacks.items():
