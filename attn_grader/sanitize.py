@@ -220,7 +220,7 @@ def hidden_lines(source_cells) -> list[str]:
     out = []
     for cell in source_cells:
         for block in _HIDDEN.findall(_source(cell)):
-            out += [line.strip() for line in block.splitlines()[1:-1] if len(line.strip()) >= 8]
+            out += [line.strip() for line in block.splitlines() if len(line.strip()) >= 8]  # markers too
     return list(dict.fromkeys(out))
 
 
