@@ -124,7 +124,10 @@ def run(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options |
     opts = opts or Options()
     root = os.path.realpath(root)
     with course_lock(root, verbose), scratch_folder(root) as scratch:
-        return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, list(export))
+        try:
+            return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, list(export))
+        finally:
+            sandbox.remove_idle_cgroups()
 
 
 def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, export) -> dict[str, Result]:

@@ -261,6 +261,22 @@ def _own_memory_cgroup() -> str | None:
     return None
 
 
+def remove_idle_cgroups(parent: str | None = None) -> None:
+    """Remove the memory cgroups of sandboxes whose processes are gone (the grader calls it at the end)."""
+    parent = parent or _own_memory_cgroup()
+    try:
+        names = os.listdir(parent) if parent else []
+    except OSError:
+        return
+    for name in names:
+        owner = name[len(CGROUP_PREFIX):].split("-")[0]
+        if name.startswith(CGROUP_PREFIX) and not os.path.exists(f"/proc/{owner}"):
+            try:
+                os.rmdir(os.path.join(parent, name))
+            except OSError:
+                pass  # still in use
+
+
 def enter_memory_cgroup(spec: dict) -> str | None:
     """Move this process (about to become the sandbox) into a memory cgroup of its own, capped at
     ``spec["memory"]`` bytes for every process of the sandbox together (a kernel and its forks, the
@@ -272,13 +288,7 @@ def enter_memory_cgroup(spec: dict) -> str | None:
     if not limit or parent is None or spec.get("cgroup") is False or not os.access(parent, os.W_OK):
         return None
     try:
-        for name in os.listdir(parent):
-            owner = name[len(CGROUP_PREFIX):].split("-")[0]
-            if name.startswith(CGROUP_PREFIX) and not os.path.exists(f"/proc/{owner}"):
-                try:
-                    os.rmdir(os.path.join(parent, name))
-                except OSError:
-                    pass  # still in use
+        remove_idle_cgroups(parent)
         path = os.path.join(parent, f"{CGROUP_PREFIX}{os.getpid()}-{spec.get('uid', 0)}")
         os.mkdir(path)
         v1 = os.path.exists(os.path.join(path, "memory.limit_in_bytes"))
