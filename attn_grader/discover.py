@@ -141,7 +141,7 @@ def _without_outputs(f, cap: int) -> bytes:
     builder = ijson.ObjectBuilder()
     skipping, depth = None, 0
     try:
-        for prefix, event, value in ijson.parse(_Capped(f, cap), use_float=True):
+        for prefix, event, value in ijson.parse(_Capped(f, cap), use_float=True, buf_size=4 << 20):
             if skipping is not None:
                 depth += event in ("start_array", "start_map")
                 depth -= event in ("end_array", "end_map")

@@ -81,7 +81,7 @@ def test_a_large_notebook_is_read_with_its_outputs_dropped(tmp_path):
     assert got["outputs"] == 0 and got["bytes"] < MB
     assert got["sources"] == [c["source"] for c in json.load(open(HONEST))["cells"]]
     assert extra < 64 * MB, f"reading a 200 MB notebook took {extra / MB:.0f} MB more"
-    assert got["seconds"] < 30
+    assert got["seconds"] < 10  # (0.6 s here; 64 kB reads, ijson's default, took 11 s)
 
 
 def test_the_notebook_cap_says_how_to_raise_it(tmp_path):
