@@ -385,3 +385,32 @@ def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
                for p in glob.glob(os.path.join(root, "feedback", "*", A, "*.html")))
     assert sandbox.unusable() is None  # and on this machine the sandbox itself works
     assert float(rows["a_b14"]["total"]) == 10 and float(rows["ann"]["total"]) < 10, rows["ann"]
+
+
+@pytest.mark.browser
+def test_no_script_of_a_student_runs_in_the_feedback_page(graded, tmp_path):
+    """The feedback pages of the script attacks, opened in headless Chromium (offline): no dialog opens,
+    no script of theirs runs (a control page's alert does open one)."""
+    from site_helpers import chromium, offline_page
+
+    names = [n for n, exp in graded["expected"].items() if exp.get("no_script")]
+    control = tmp_path / "control.html"
+    control.write_text('<p>x</p><img src=x onerror="alert(\'control\')">')
+    assert names
+    with chromium() as browser:
+        page = offline_page(browser)
+        seen = []
+        page.on("dialog", lambda d: (seen.append(d.message), d.dismiss()))
+        page.goto("file://" + str(control))
+        page.wait_for_timeout(500)
+        page.close()
+        assert seen == ["control"]
+        for name in names:
+            page = offline_page(browser)
+            dialogs: list[str] = []
+            page.on("dialog", lambda d, into=dialogs: (into.append(d.message), d.dismiss()))
+            for path in glob.glob(os.path.join(graded["root"], "feedback", name, "**", "*.html"), recursive=True):
+                page.goto("file://" + path)
+                page.wait_for_timeout(500)
+            page.close()
+            assert dialogs == [], (name, dialogs)
