@@ -128,8 +128,7 @@ def graded(tmp_path_factory):
     many = json.load(open(HONEST))  # 40,000 cells with grade ids the release does not have
     many["cells"] += [{"cell_type": "code", "source": "", "metadata": {"nbgrader": {"grade_id": f"u{i}"}},
                        "outputs": [], "execution_count": None} for i in range(40_000)]
-    with open(os.path.join(_submit(root, "c06_many_unknown_cells", None), A + ".ipynb"), "w") as f:
-        json.dump(many, f)
+    open(os.path.join(_submit(root, "c06_many_cells", None), A + ".ipynb"), "w").write(json.dumps(many))  # noqa: SIM115
     os.environ[SECRET_ENV] = SECRET_VALUE  # in the grader's environment: never in a sandbox's (d04)
     for name in HOSTILE_NAMES:
         _submit(root, name, HONEST)
@@ -147,8 +146,7 @@ def graded(tmp_path_factory):
 
 
 def test_every_submission_has_a_row(graded):
-    names = set(graded["expected"]) | set(graded["ungradable"]) | {"zz_honest_last", "zz_blank_last",
-                                                                   "c06_many_unknown_cells"}
+    names = set(graded["expected"]) | set(graded["ungradable"]) | {"zz_honest_last", "zz_blank_last", "c06_many_cells"}
     names |= {("'" + n if n.startswith("=") else n) for n in HOSTILE_NAMES}  # a formula is quoted in the CSV
     assert sorted(graded["rows"]) == sorted(names)
 
@@ -169,14 +167,12 @@ def test_attack_outcome(graded, name):
                        glob.glob(os.path.join(graded["root"], "feedback", name, "**", "*.html"), recursive=True))
     if exp.get("no_leak"):  # what the kernel printed reaches the feedback: no instructor's or classmate's file
         assert feedback, "no feedback written"
-        # (nbgrader's feedback shows the test cells, hidden tests included: that is not a leak)
         secret = open(os.path.join(graded["root"], ".grader", "secret")).read().strip()
         for secret_text in ("cell_type", "&quot;grade_id&quot;", '"grade_id"', "this is a harmless warning",
                             "ps07_positional", secret):
             assert secret_text not in feedback, secret_text[:20]
     if exp.get("no_env"):  # the kernel printed every environment it could read: none is the grader's
-        assert feedback and "/proc/1/environ" in feedback, "the attack printed nothing"
-        assert SECRET_VALUE not in feedback and "hunter2" not in feedback
+        assert "/proc/1/environ" in feedback and SECRET_VALUE not in feedback and "hunter2" not in feedback
     if exp.get("no_hidden"):  # a hook printed each executed cell: no line of the hidden tests shows
         assert feedback and "[grader: a line of the hidden tests, not shown]" in feedback
         assert f'check("{A}"' not in feedback and "check(&quot;" not in feedback and "HIDDEN TESTS" not in feedback
@@ -193,9 +189,9 @@ def test_attack_outcome(graded, name):
 
 def test_many_unknown_cells_make_one_short_flag(graded):
     """40,000 unknown cells: one counted flag; every grades.csv field within the csv module's default limit."""
-    row = graded["rows"]["c06_many_unknown_cells"]
-    assert (float(row["total"]), row["status"]) == (10, "flagged"), row
-    assert "40,000 unknown cells (dropped)" in row["reason"] and len(row["reason"]) < 2000
+    row = graded["rows"]["c06_many_cells"]
+    assert (float(row["total"]), row["status"], len(row["reason"]) < 2000) == (10, "flagged", True), row
+    assert "40,000 unknown cells (dropped)" in row["reason"]
     with open(os.path.join(graded["root"], "grades.csv"), newline="") as f:
         assert max(len(cell) for r in csv.reader(f) for cell in r) < 10_000
 
@@ -389,28 +385,16 @@ def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
 
 @pytest.mark.browser
 def test_no_script_of_a_student_runs_in_the_feedback_page(graded, tmp_path):
-    """The feedback pages of the script attacks, opened in headless Chromium (offline): no dialog opens,
-    no script of theirs runs (a control page's alert does open one)."""
+    """The script attacks' feedback pages in headless Chromium, offline: no dialog opens (a control page's does)."""
     from site_helpers import chromium, offline_page
-
-    names = [n for n, exp in graded["expected"].items() if exp.get("no_script")]
-    control = tmp_path / "control.html"
-    control.write_text('<p>x</p><img src=x onerror="alert(\'control\')">')
-    assert names
+    (control := tmp_path / "control.html").write_text("<img src=x onerror=\"alert('control')\">")
+    pages = [str(control)] + [p for n, exp in graded["expected"].items() if exp.get("no_script") for p in
+                              glob.glob(os.path.join(graded["root"], "feedback", n, "**", "*.html"), recursive=True)]
+    dialogs = []
     with chromium() as browser:
         page = offline_page(browser)
-        seen = []
-        page.on("dialog", lambda d: (seen.append(d.message), d.dismiss()))
-        page.goto("file://" + str(control))
-        page.wait_for_timeout(500)
-        page.close()
-        assert seen == ["control"]
-        for name in names:
-            page = offline_page(browser)
-            dialogs: list[str] = []
-            page.on("dialog", lambda d, into=dialogs: (into.append(d.message), d.dismiss()))
-            for path in glob.glob(os.path.join(graded["root"], "feedback", name, "**", "*.html"), recursive=True):
-                page.goto("file://" + path)
-                page.wait_for_timeout(500)
-            page.close()
-            assert dialogs == [], (name, dialogs)
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        for path in pages:
+            page.goto("file://" + path)
+            page.wait_for_timeout(500)
+    assert len(pages) > 2 and dialogs == ["control"]

@@ -1,4 +1,5 @@
-"""The grader's memory under what students send (issue 31), each case measured in a process of its own.
+"""What students send (issue 31): the grader's memory under each case, measured in a process of its own,
+and the feedback's outputs, malformed fields and repeated flags.
 
 A submission must cost the grader a bounded amount of memory whatever it holds: a large honest notebook
 (outputs dropped while it is read), a re-check index that names one large array many times (a budget
@@ -259,3 +260,70 @@ def _baseline_grader_peak(tmp_path) -> int:
         peak = max(peak, _hwm(proc.pid))
         time.sleep(0.1)
     return peak
+
+
+
+def test_outputs_are_rebuilt_inert_and_without_hidden_test_lines():
+    """Every output from a student's kernel is rebuilt from an allow-list: markup in an image's data or a
+    stream's name is gone, images are re-encoded from their bytes, and no line of the hidden tests shows."""
+    import base64
+
+    import nbformat
+
+    from attn_grader.sanitize import HIDDEN_LINE, clear_hidden_tests, hidden_lines, strip_active_outputs
+
+    test_cell = nbformat.v4.new_code_cell("assert f(1) == 1\n### BEGIN HIDDEN TESTS\ncheck(\"psXX\", \"f\", f)\n"
+                                          "### END HIDDEN TESTS")
+    hidden = hidden_lines([test_cell])
+    assert hidden == ["### BEGIN HIDDEN TESTS", 'check("psXX", "f", f)', "### END HIDDEN TESTS"]
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n...").decode()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("f = lambda x: x"), test_cell])
+    nb.cells[0].outputs = [
+        {"output_type": "display_data", "metadata": {"x": "<script>"},
+         "data": {"image/png": '"><script>alert("XSS-PNG")</script>', "text/html": "<script>alert(1)</script>"}},
+        {"output_type": "display_data", "metadata": {}, "data": {"image/png": png + "\n"}},
+        {"output_type": "stream", "name": 'x"><script>alert("XSS-NAME")</script>', "text": "hi\n"},
+        {"output_type": "stream", "name": "stdout", "text": "\x1b[0;32mcheck\x1b[0m(\"psXX\", \"f\", f)\nkept\n"},
+        {"output_type": "error", "ename": "<b>E</b>", "evalue": "v",
+         "traceback": ["----> 3 check(\"psXX\", \"f\", f)"]},
+        {"output_type": "made_up", "data": "x"},
+    ]
+    assert strip_active_outputs(nb, hidden) == 2
+    clear_hidden_tests(nb)
+    outs = nb.cells[0].outputs
+    assert outs[0]["data"] == {"text/plain": "[grader: image/png, text/html output not shown]"} and not outs[0].metadata
+    assert outs[1]["data"]["image/png"] == png
+    assert outs[2]["name"] == "stdout" and outs[3]["text"] == f"{HIDDEN_LINE}\nkept\n"
+    assert outs[4]["traceback"] == [HIDDEN_LINE] and outs[5]["output_type"] == "display_data"
+    assert nb.cells[1].source == "assert f(1) == 1"
+    nbformat.validate(nb)  # (the rendered feedback page: tests/test_attacks.py, b13 and d06)
+
+
+def test_a_malformed_field_costs_its_submission_and_repeated_flags_are_counted():
+    import json
+
+    import nbformat
+
+    from attn_grader.discover import Submitted
+    from attn_grader.result import MAX_CHARS, MAX_LINES, bounded
+    from attn_grader.sanitize import sanitize
+
+    release = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "x", metadata={"nbgrader": {"grade_id": "f_answer", "solution": True}})])
+    release.metadata["kernelspec"] = {"name": "python3"}
+    student = json.loads(nbformat.writes(release))
+    student["metadata"]["kernelspec"] = "evil"
+    student["cells"] += [{"cell_type": "code", "source": "", "outputs": [], "execution_count": None,
+                          "metadata": {"nbgrader": {"grade_id": f"u{i}"}}} for i in range(2_000)]
+    sub = Submitted("s", "a", "s1", entries=[("a.ipynb", "file")] + [(f"f{i}", "file") for i in range(500)],
+                    notebook=json.dumps(student).encode())
+    clean = sanitize(sub, {"a.ipynb": release})
+    assert clean.notebook is not None and "kernelspec is not a mapping (restored)" in clean.flags
+    assert "2,000 unknown cells (dropped): 'u0', 'u1', 'u10', …" in clean.flags  # 40,000: tests/test_attacks.py
+    assert "500 extra files (dropped): 'f0', 'f1', 'f2', …" in clean.flags
+    student["cells"][0]["metadata"] = ["not", "a", "mapping"]
+    broken = sanitize(Submitted("s", "a", "s1", entries=[("a.ipynb", "file")], notebook=json.dumps(student).encode()),
+                      {"a.ipynb": release})
+    assert broken.notebook is None and broken.reason.startswith(("malformed notebook", "unreadable notebook"))
+    lines = bounded([f"flag {i}" for i in range(1000)] + ["x" * 10_000])
+    assert len(lines) == MAX_LINES and lines[-1] == "… and 982 more" and max(map(len, lines)) <= MAX_CHARS
