@@ -105,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--similarity-min", type=int, default=Options.similarity_min, metavar="N",
                    help="... and only when both share at least N characters of normalised code "
                         "(default %(default)s: one-liners that everyone writes are not enough)")
+    p.add_argument("--max-notebook-mb", type=float, default=Options.max_notebook_bytes / (1 << 20),
+                   help="a larger submitted notebook is ungradable (larger ones are read as a stream, outputs "
+                        "dropped: memory does not grow with them)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="grade without the sandbox where bubblewrap cannot run (every row says so)")
     p.add_argument("--options", help=argparse.SUPPRESS)  # grade(): every Options field as JSON
@@ -128,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         opts = Options(**json.loads(args.options))
     else:
         opts = Options(cell_timeout=args.cell_timeout, budget=args.budget, memory=int(args.memory_gb * (1 << 30)),
-                       similarity=args.similarity, similarity_min=args.similarity_min)
+                       similarity=args.similarity, similarity_min=args.similarity_min,
+                       max_notebook_bytes=int(args.max_notebook_mb * (1 << 20)))
     if args.no_sandbox:
         opts.sandbox = False
     if opts.sandbox:

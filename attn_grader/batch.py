@@ -22,7 +22,7 @@ from .course import Course, Options, converter, kernel_mounts, quiet_logs, score
 from .discover import Submitted
 from .next_steps import next_steps_cell
 from .result import Result, empty_result
-from .sanitize import strip_active_outputs
+from .sanitize import clear_hidden_tests, strip_active_outputs
 from .scores import final_scores
 
 
@@ -104,49 +104,12 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                 ContainedExecute.discard_ahead()
         for s, item in group:
             r = empty_result(s.student, a, release, flags=item["flags"], notes=item["notes"], sandbox=opts.sandbox)
-            nb_scores = scores_from_gradebook(db, a, s.sid)
-            agdir = os.path.realpath(os.path.join(cdir, "autograded", s.sid, a))
-            autograded = os.path.join(agdir, nb_name)
-            ex = ContainedExecute.reports.get(agdir, {})
-            if not nb_scores or not os.path.exists(autograded):
-                r.status = "ungradable"
-                r.reason.append("nbgrader could not autograde the notebook")
-            if ex.get("not_started"):  # not the student's doing: no grade, a reason, graded again next run
-                r.status = "ungradable"
-                r.reason.append(f"no grading kernel could start ({ex['not_started'][:200]})")
-            elif ex.get("kernel_died"):
-                r.flags.append(f"kernel: {ex['kernel_died']}")
-            if ex.get("restarted"):
-                r.notes.append(f"the first kernel did not start ({ex['restarted'][:200]}); a second one ran it")
-            if ex.get("timeouts"):
-                r.notes.append(f"cells interrupted after {opts.cell_timeout} s: {ex['timeouts']}")
-            if ex.get("output_truncated"):
-                r.notes.append("output truncated")
-            r.flags += [f"tried: {w}" for w in ex.get("watched", [])]
-            verdicts = {}
-            if tasks:
-                index = rechecks[s.sid].result()
-                by_func = recheck.compare(tasks, cases_of[s.sid], index)
-                verdicts = {f"{t.func_name}_test": by_func[t.func_name] for t in tasks}
-                r.mistakes = {gid: {"name": v.mistake, "message": v.message, **(v.example or {})}
-                              for gid, v in verdicts.items() if not v.passed and v.mistake}
-                if index.get("blocked"):
-                    r.flags.append("re-check blocked: " + ", ".join(map(str, index["blocked"]))[:300])
-            elif no_catalogue:
-                r.notes.append(no_catalogue)
-            final = final_scores(r.tasks, r.max, nb_scores, verdicts)
-            r.task_notes.update(final.task_notes)
-            r.flags += final.flags
-            if r.status != "ungradable":
-                r.scores = final.scores
-                r.total = round(sum(final.scores.values()), 4)
-                with contextlib.suppress(Exception):
-                    set_final_scores(db, a, s.sid, final.scores)
-                    nb = nbformat.read(autograded, as_version=4)
-                    strip_active_outputs(nb)
-                    nb.cells.insert(0, record.notes_cell(r.finish()))
-                    nb.cells.insert(0, next_steps_cell(r))
-                    nbformat.write(nb, autograded)
+            try:
+                _grade_one(s, r, db, a, cdir, nb_name, tasks, no_catalogue, rechecks, cases_of, opts,
+                           course.hidden.get(a, []))
+            except Exception as exc:  # noqa: BLE001 - whatever one submission made of its files costs its row only
+                r.status, r.scores, r.total = "ungradable", {}, 0.0
+                r.reason.append(f"the grader failed on this submission ({type(exc).__name__})")
             results.append(r)
         with quiet_logs(), contextlib.suppress(Exception):
             converter(GenerateFeedback, cdir, "sqlite:///" + db, a).start()
@@ -162,3 +125,58 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     if not staged_boxes:
         shutil.rmtree(boxes, ignore_errors=True)
     return results
+
+
+def _grade_one(s: Submitted, r: Result, db: str, a: str, cdir: str, nb_name: str, tasks, no_catalogue, rechecks,
+               cases_of, opts: Options, course_hidden: list[str]) -> None:
+    """One submission's scores from nbgrader's gradebook, its kernel's report and its re-check; the notes
+    cell into its autograded notebook."""
+    nb_scores = scores_from_gradebook(db, a, s.sid)
+    agdir = os.path.realpath(os.path.join(cdir, "autograded", s.sid, a))
+    autograded = os.path.join(agdir, nb_name)
+    from .execute import ContainedExecute
+
+    ex = ContainedExecute.reports.get(agdir, {})
+    if not nb_scores or not os.path.exists(autograded):
+        r.status = "ungradable"
+        r.reason.append("nbgrader could not autograde the notebook")
+    if ex.get("not_started"):  # not the student's doing: no grade, a reason, graded again next run
+        r.status = "ungradable"
+        r.reason.append(f"no grading kernel could start ({ex['not_started'][:200]})")
+    elif ex.get("kernel_died"):
+        r.flags.append(f"kernel: {ex['kernel_died']}")
+    if ex.get("restarted"):
+        r.notes.append(f"the first kernel did not start ({ex['restarted'][:200]}); a second one ran it")
+    if ex.get("timeouts"):
+        r.notes.append(f"cells interrupted after {opts.cell_timeout} s: {ex['timeouts']}")
+    if ex.get("output_truncated"):
+        r.notes.append("output truncated")
+    r.flags += [f"tried: {w}" for w in ex.get("watched", [])]
+    verdicts = {}
+    if tasks:
+        index = rechecks[s.sid].result()
+        by_func = recheck.compare(tasks, cases_of[s.sid], index)
+        verdicts = {f"{t.func_name}_test": by_func[t.func_name] for t in tasks}
+        r.mistakes = {gid: {"name": v.mistake, "message": v.message, **(v.example or {})}
+                      for gid, v in verdicts.items() if not v.passed and v.mistake}
+        if index.get("blocked"):
+            blocked = index["blocked"] if isinstance(index["blocked"], list) else [index["blocked"]]
+            r.flags.append("re-check blocked: " + ", ".join(map(str, blocked[:20]))[:300])
+        if index.get("malformed"):
+            r.flags.append(f"re-check: {index['malformed']}")
+    elif no_catalogue:
+        r.notes.append(no_catalogue)
+    final = final_scores(r.tasks, r.max, nb_scores, verdicts)
+    r.task_notes.update(final.task_notes)
+    r.flags += final.flags
+    if r.status != "ungradable":
+        r.scores = final.scores
+        r.total = round(sum(final.scores.values()), 4)
+        with contextlib.suppress(Exception):
+            set_final_scores(db, a, s.sid, final.scores)
+            nb = nbformat.read(autograded, as_version=4)
+            strip_active_outputs(nb, course_hidden)
+            clear_hidden_tests(nb)
+            nb.cells.insert(0, record.notes_cell(r.finish()))
+            nb.cells.insert(0, next_steps_cell(r))
+            nbformat.write(nb, autograded)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
+from .sanitize import hidden_lines
 from .similarity import MIN_SHARED, THRESHOLD
 
 warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader re-adding a submission
@@ -51,6 +52,7 @@ class Options:
     call_seconds: int = 30  # seconds for one call of a student's function in the re-check
     box_bytes: int = 256 << 20  # size of a sandbox's working folder
     sandbox: bool = True  # False only with --no-sandbox
+    max_notebook_bytes: int = 1 << 30  # a larger submitted notebook is ungradable (the reason says how to raise it)
     stall_seconds: int = 0  # nothing heard this long: the busy workers are restarted (0: budget + re-check + 180)
     similarity: float = THRESHOLD  # alike answers are in the class report from this score (0..1)
     similarity_min: int = MIN_SHARED  # ... when they share this much normalised code (.similarity)
@@ -65,6 +67,7 @@ class Course:
     template: bytes = b""  # the template gradebook (every assignment generated, no student): travels to workers
     broken: dict[str, str] = field(default_factory=dict)  # a -> why its source could not be generated
     secret: bytes = b""
+    hidden: dict[str, list[str]] = field(default_factory=dict)  # a -> the lines of its hidden tests
 
 
 def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: str = ""):
@@ -177,6 +180,7 @@ def prepare(root: str, assignments: list[str], scratch: str, master_url: str | N
         source = nbformat.read(os.path.join(prep, "source", a, a + ".ipynb"), as_version=4)
         setup = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
         course.setups[a] = setup[0] if setup else ""
+        course.hidden[a] = hidden_lines(source.cells)
     if master_db and not os.path.exists(master_db) and os.path.exists(template_db):
         shutil.copy(template_db, master_db)  # a new course: its gradebook starts as the template
     if os.path.exists(template_db):

@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .safeio import Refused, list_folder, read_regular
+from .safeio import Refused, list_folder, open_regular
 
 IGNORED_STUDENTS = {".ipynb_checkpoints", "__pycache__"}
-NOTEBOOK_CAP = 20 << 20  # bytes of one submitted notebook
+NOTEBOOK_CAP = 1 << 30  # bytes of one submitted notebook (``--max-notebook-mb``)
+STREAM_ABOVE = 16 << 20  # a larger notebook is read as a stream, its outputs dropped while reading
+CAP_HINT = "raise the limit with make grade ARGS='--max-notebook-mb N'"
 
 
 @dataclass
@@ -98,10 +100,76 @@ def _read_one(student: str, a: str, sfd: int, name: str, cap: int) -> Submitted:
         kinds = dict(s.entries)
         if name in kinds:
             try:
-                s.notebook = read_regular(name, cap, dir_fd=afd)
+                s.notebook = read_notebook(name, cap, dir_fd=afd)
+            except FileNotFoundError:
+                s.problem = f"{name} vanished while read"
             except Refused as why:
                 s.problem = f"{name} is {why} (not read)" if not str(why).startswith(("larger", "unread")) \
                     else f"{name} is {why}"
     finally:
         os.close(afd)
     return s
+
+
+def read_notebook(name: str, cap: int, *, dir_fd: int | None = None) -> bytes:
+    """A submitted notebook's bytes for grading: the file as it is up to :data:`STREAM_ABOVE` bytes; a
+    larger one (many plots, a long answer) parsed as a stream with every cell's outputs and attachments
+    dropped as they are read (the grader clears outputs anyway), so memory stays near the size of the
+    notebook's sources whatever the file's.  Raises :class:`Refused`: not a regular file, a hard link,
+    larger than ``cap`` (saying how to raise it), not JSON."""
+    fd = open_regular(name, dir_fd=dir_fd, one_name=True)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(fd).st_size
+        if size > cap:
+            raise Refused(f"larger than {cap} bytes ({CAP_HINT})")
+        if size <= STREAM_ABOVE:
+            data = f.read(cap + 1)
+            if len(data) > cap:
+                raise Refused(f"larger than {cap} bytes ({CAP_HINT})")
+            return data
+        return _without_outputs(f, cap)
+
+
+_DROPPED = {"cells.item.outputs", "cells.item.attachments"}
+
+
+def _without_outputs(f, cap: int) -> bytes:
+    import json
+
+    import ijson
+
+    builder = ijson.ObjectBuilder()
+    skipping, depth = None, 0
+    try:
+        for prefix, event, value in ijson.parse(_Capped(f, cap), use_float=True, buf_size=4 << 20):
+            if skipping is not None:
+                depth += event in ("start_array", "start_map")
+                depth -= event in ("end_array", "end_map")
+                if depth == 0:
+                    skipping = None
+                continue
+            if prefix in _DROPPED and event in ("start_array", "start_map"):
+                skipping, depth = prefix, 1
+                builder.event(event, None)  # an empty list (or mapping) in its place
+                builder.event("end_array" if event == "start_array" else "end_map", None)
+                continue
+            builder.event(event, value)
+    except Refused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - not JSON: the kind of error, never the text
+        raise Refused(f"unreadable ({type(exc).__name__})") from None
+    return json.dumps(getattr(builder, "value", None)).encode()
+
+
+class _Capped:
+    """A file read by the parser that refuses to give more than ``cap`` bytes (a file that grows while read)."""
+
+    def __init__(self, f, cap: int):
+        self.f, self.left = f, cap
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n if n >= 0 else 1 << 20)
+        self.left -= len(data)
+        if self.left < 0:
+            raise Refused("larger than its size when opened")
+        return data

@@ -38,6 +38,32 @@ from . import sandbox
 from .kernel import AUDIT_FILE
 from .safeio import read_regular
 
+MAX_MESSAGE = 8 << 20  # bytes of one message (one frame) from a kernel, refused by zmq before it is decoded
+QUEUED_MESSAGES = 64  # messages zmq holds for the grader at most (per socket): with MAX_MESSAGE, 512 MB
+
+
+def _capped_messages(km, max_bytes: int) -> None:
+    """Every socket the grader opens to this kernel refuses a message larger than ``max_bytes`` (zmq's
+    ZMQ_MAXMSGSIZE: checked on the frame's length before anything is allocated; the connection is
+    dropped and made again) and queues at most :data:`QUEUED_MESSAGES`.  The output cap of
+    :meth:`ContainedExecute.output` measures a message only once jupyter_client has decoded it whole:
+    3 × 350 MB of stdout took the grader to 2.4 GB before it could say no."""
+    import zmq
+
+    def capped(context) -> None:  # the defaults of every socket the context makes from now on
+        context.setsockopt(zmq.MAXMSGSIZE, int(max_bytes))
+        context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)
+
+    make_client = km.client
+
+    def client(**kw):
+        kc = make_client(**kw)
+        capped(kc.context)  # the client's own context (it destroys it), before its channels open sockets
+        return kc
+
+    capped(km.context)
+    km.client = client
+
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue,
@@ -50,6 +76,7 @@ class ContainedExecute(Execute):
     budget = Integer(600, help="seconds for the whole notebook").tag(config=True)
     max_output_bytes = Integer(2_000_000, help="output kept per notebook").tag(config=True)
     kill_output_bytes = Integer(50_000_000, help="output after which the kernel is killed").tag(config=True)
+    max_message_bytes = Integer(MAX_MESSAGE, help="a larger message from a kernel is dropped unread").tag(config=True)
     boxes = Unicode("", help="folder (private to the grader) that holds the kernels' working folders").tag(config=True)
     box_bytes = Integer(256 << 20, help="size of a kernel's working folder (a tmpfs when root)").tag(config=True)
 
@@ -75,6 +102,7 @@ class ContainedExecute(Execute):
         mounted = sandbox.mount_tmpfs(box, self.box_bytes)
         km = self.kernel_manager_class(kernel_name=self.kernel_name, config=self.config, transport="ipc",
                                        connection_file=os.path.join(box, "kernel.json"))
+        _capped_messages(km, self.max_message_bytes)
         return box, mounted, km, km.context  # the context is destroyed with the box: see _close_box
 
     # A kernel started ahead: while one notebook runs, the next notebook's kernel starts (in a box and a
@@ -253,8 +281,11 @@ class ContainedExecute(Execute):
                 self._sent_a_cell = True
                 try:
                     self.preprocess_cell(cell, resources, index)
-                except CellTimeoutError:
-                    stop_reason = (f"cell {index} ran longer than {self.timeout} s and ignored the interrupt; "
+                except CellTimeoutError as exc:
+                    stop_reason = (f"cell {index}: the kernel's output stopped reaching the grader (a message over "
+                                   f"{self.max_message_bytes} bytes is refused unread); the kernel was killed"
+                                   if "IOPub" in str(exc) else
+                                   f"cell {index} ran longer than {self.timeout} s and ignored the interrupt; "
                                    "the kernel was killed")
                 except DeadKernelError:
                     stop_reason = f"the kernel died while running cell {index} (exit, crash or memory limit)"

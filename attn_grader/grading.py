@@ -23,7 +23,7 @@ from .course import PACKAGES, Options, course_db_url, kernel_mounts, prepare, qu
 from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
 from .result import Result, empty_result
-from .sanitize import sanitize
+from .sanitize import Sanitized, sanitize
 from .secret import course_secret, state_dir
 
 
@@ -124,14 +124,17 @@ def run(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options |
     opts = opts or Options()
     root = os.path.realpath(root)
     with course_lock(root, verbose), scratch_folder(root) as scratch:
-        return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, list(export))
+        try:
+            return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, list(export))
+        finally:
+            sandbox.remove_idle_cgroups()
 
 
 def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, export) -> dict[str, Result]:
     start = time.monotonic()
     assignments = find_assignments(root, only)
     notebooks = {a: a + ".ipynb" for a in assignments}
-    subs = find_submissions(root, assignments, notebooks)
+    subs = find_submissions(root, assignments, notebooks, cap=opts.max_notebook_bytes)
     if not subs and not os.path.exists(os.path.join(root, record.RESULTS_FILE)):
         if verbose:
             print(f"no submissions under {os.path.join(root, 'submitted')}/<student>/<assignment>/: nothing to grade "
@@ -200,7 +203,10 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
             r.status = "ungradable"
             report(r)
             continue
-        clean = sanitize(s, {course.releases[s.assignment][0]: release})
+        try:
+            clean = sanitize(s, {course.releases[s.assignment][0]: release})
+        except Exception as exc:  # noqa: BLE001 - whatever a notebook holds costs its own row only, never the run
+            clean = Sanitized(None, reason=f"the grader could not read this notebook ({type(exc).__name__})")
         if clean.notebook is not None:
             answers[s.assignment][s.student] = clean.answers
         if clean.notebook is None:

@@ -11,7 +11,12 @@ PyTorch's own attention is blocked at the dispatcher: every ATen attention opera
 raises, registered before any student code runs, for every backend, so ``torch.ops.aten...`` and
 ``F.scaled_dot_product_attention`` fail alike.  ``nn.MultiheadAttention`` and
 ``F.multi_head_attention_forward`` (whose slow path is plain matrix products) are blocked by name, a
-second layer.  Each blocked call is noted in the index, and the grader flags it.
+second layer.  Each blocked call is noted in the index, and the grader flags it.  That is the policy the
+exercises state ("What you may use"): PyTorch's attention functions are blocked; anything built from
+tensor operations is graded on its values.  A copy of ``multi_head_attention_forward`` compiled again from
+``torch/nn/functional.py`` is such code (matrix products and a softmax, as an honest PyTorch answer):
+graded on its values, not flagged (tests/attacks/d07); no check of the computation could tell it from
+an answer written by hand.
 
 Outputs go to ``WORK/out`` as ``.npy`` files (no pickles) plus ``index.json``; the grader reads them
 as untrusted data.

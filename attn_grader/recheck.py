@@ -40,6 +40,7 @@ from .safeio import Refused, read_regular
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
 HARNESS_IN_BOX = "/grader/harness.py"
 MAX_OUTPUT = 64 << 20  # bytes of one output array
+MAX_READ = 256 << 20  # bytes of output arrays read for one whole re-check (the size of its working folder)
 
 
 @dataclass
@@ -119,7 +120,7 @@ def run(tasks: list[Task], cases: dict[str, list], setup: str, answers: dict[str
         argv = sandbox.command(spec, [sys.executable, "-I", "-B", harness, box])
         index = _run(argv, wall_seconds)
         index.update(_read_index(box))
-        index["outputs"] = _read_outputs(box, index)
+        index["outputs"] = _read_outputs(box, index, budget=box_bytes)
         return index
     finally:
         if mounted:
@@ -166,29 +167,53 @@ def _wait(proc: subprocess.Popen, seconds: float) -> None:
 
 
 def _read_index(box: str) -> dict:
+    """The harness's index, as untrusted data: anything but a small JSON mapping (too large, too deeply
+    nested for the parser, not JSON) is ``{"malformed": why}``, never an exception."""
     try:
         data = read_regular(os.path.join(box, "out", "index.json"), 1 << 20)
         index = json.loads(data) if data else {}
-    except (Refused, ValueError):
-        return {}
+    except Refused as why:
+        return {"malformed": f"result index {why}"}
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return {"malformed": f"result index unreadable ({type(exc).__name__})"}
     if not isinstance(index, dict):
-        return {}
+        return {"malformed": "result index is not a mapping"}
     return {k: index[k] for k in ("answers", "tasks", "blocked", "done") if k in index}
 
 
-def _load(entry, box: str):
-    if not isinstance(entry, dict):
-        raise ValueError("malformed result")
-    if "tuple" in entry and isinstance(entry["tuple"], list):
-        return tuple(_load(e, box) for e in entry["tuple"][:16])
-    name = os.path.basename(str(entry["array"]))
-    data = read_regular(os.path.join(box, "out", name), MAX_OUTPUT, missing_ok=False)
-    return np.load(io.BytesIO(data), allow_pickle=False)
+class _Budget(ValueError):
+    """The outputs of one re-check went beyond the bytes the grader reads for it."""
 
 
-def _read_outputs(box: str, index: dict) -> dict:
-    """{func: [output or {"error": ...}]}, read while the folder exists."""
+class _Outputs:
+    """Reads a re-check's output arrays within one budget of bytes for the whole re-check (an index
+    naming one large file a thousand times costs it a thousand times, and then nothing more is read)."""
+
+    def __init__(self, box: str, budget: int):
+        self.box, self.left = box, budget
+
+    def load(self, entry, depth: int = 0):
+        if not isinstance(entry, dict) or depth > 4:
+            raise ValueError("malformed result")
+        if "tuple" in entry and isinstance(entry["tuple"], list):
+            return tuple(self.load(e, depth + 1) for e in entry["tuple"][:16])
+        name = os.path.basename(str(entry["array"]))
+        cap = min(MAX_OUTPUT, self.left)
+        try:
+            data = read_regular(os.path.join(self.box, "out", name), cap, missing_ok=False)
+        except Refused as why:
+            if str(why).startswith("larger") and cap < MAX_OUTPUT:
+                self.left = 0
+                raise _Budget("outputs beyond the re-check's read budget") from None
+            raise
+        self.left -= len(data)
+        return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+def _read_outputs(box: str, index: dict, budget: int = MAX_READ) -> dict:
+    """{func: [output or {"error": ...}]}, read while the folder exists, at most ``budget`` bytes in all."""
     tasks = index.get("tasks") if isinstance(index.get("tasks"), dict) else {}
+    reader = _Outputs(box, budget)
     out = {}
     for name, entry in tasks.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("results"), list):
@@ -200,7 +225,10 @@ def _read_outputs(box: str, index: dict) -> dict:
                 results.append({"error": str(res["error"])[:200]})
                 continue
             try:
-                results.append({"value": _load(res, box)})
+                results.append({"value": reader.load(res)})
+            except _Budget as exc:
+                index["malformed"] = str(exc)
+                results.append({"error": str(exc)})
             except (Refused, ValueError, KeyError, OSError, EOFError) as exc:
                 results.append({"error": f"unreadable output ({type(exc).__name__})"})
         out[name] = {"results": results}
@@ -212,52 +240,58 @@ def compare(tasks: list[Task], cases: dict[str, list], index: dict) -> dict[str,
     verdicts: dict[str, Recheck] = {}
     outputs = index.get("outputs", {})
     for task in tasks:
-        entry = outputs.get(task.func_name)
-        if not isinstance(entry, dict):
-            why = index.get("status", "")
-            why = why if why and why != "finished" else "the re-check did not reach this task"
-            verdicts[task.func_name] = Recheck(False, why)
-            continue
-        if "error" in entry:
-            why = str(entry["error"])[:200]
+        try:
+            verdicts[task.func_name] = _compare_task(task, cases, index, outputs)
+        except Exception as exc:  # noqa: BLE001 - outputs are the student's: an odd dtype costs that task only
+            why = f"the re-check's output could not be compared ({type(exc).__name__})"
             verdicts[task.func_name] = Recheck(False, why, "error", why)
-            continue
-        results = entry["results"]
-        task_cases = cases[task.func_name]
-        verdict = Recheck(True)
-        if len(results) != len(task_cases):
-            why = "the re-check did not finish every case"
-            verdict = Recheck(False, why, "unfinished", why)
-        first = None
-        outcomes = []
-        for args, res in zip(task_cases, results, strict=False):
-            if "error" in res:
-                why = f"{task.func_name} raised {res['error']}"
-                outcomes.append(Raised(str(res["error"]).split(":")[0]))
-                if first is None:
-                    first = (None, None, why)
-                continue
-            outcomes.append(res["value"])
-            expected = to_numpy(task.reference(*copy.deepcopy(args)))
-            problem = describe_difference(res["value"], expected, task.rtol, task.atol)
-            if problem and first is None:
-                first = (res["value"], expected, problem)
-        if first is not None:
-            got, expected, problem = first
-            raised = got is None and expected is None
-            example = None if raised else {"got": brief(got), "expected": brief(expected)}
-            complete = len(results) == len(task_cases)
-            mistake = diagnose(task, outcomes, task_cases) if complete else None
-            if mistake:
-                raised = raised_note(task.func_name, outcomes, task_cases)
-                verdict = Recheck(False, f"[{mistake.name}] {mistake.message}" + ("." + raised if raised else ""),
-                                  mistake.name, mistake.message, example)
-            elif any(isinstance(o, Raised) and o.kind == "NotImplementedError" for o in outcomes):
-                why = f"{NOT_ATTEMPTED} (it raises NotImplementedError)"  # as attn_grader.core.examine says
-                verdict = Recheck(False, why, NOT_ATTEMPTED, why)
-            elif raised:
-                verdict = Recheck(False, problem, "error", problem)
-            else:
-                verdict = Recheck(False, problem, "unrecognised", problem, example)
-        verdicts[task.func_name] = verdict
     return verdicts
+
+
+def _compare_task(task: Task, cases: dict[str, list], index: dict, outputs: dict) -> Recheck:
+    entry = outputs.get(task.func_name)
+    if not isinstance(entry, dict):
+        why = index.get("status", "")
+        why = why if why and why != "finished" else "the re-check did not reach this task"
+        return Recheck(False, why)
+    if "error" in entry:
+        why = str(entry["error"])[:200]
+        return Recheck(False, why, "error", why)
+    results = entry["results"]
+    task_cases = cases[task.func_name]
+    verdict = Recheck(True)
+    if len(results) != len(task_cases):
+        why = "the re-check did not finish every case"
+        verdict = Recheck(False, why, "unfinished", why)
+    first = None
+    outcomes = []
+    for args, res in zip(task_cases, results, strict=False):
+        if "error" in res:
+            why = f"{task.func_name} raised {res['error']}"
+            outcomes.append(Raised(str(res["error"]).split(":")[0]))
+            if first is None:
+                first = (None, None, why)
+            continue
+        outcomes.append(res["value"])
+        expected = to_numpy(task.reference(*copy.deepcopy(args)))
+        problem = describe_difference(res["value"], expected, task.rtol, task.atol)
+        if problem and first is None:
+            first = (res["value"], expected, problem)
+    if first is not None:
+        got, expected, problem = first
+        raised = got is None and expected is None
+        example = None if raised else {"got": brief(got), "expected": brief(expected)}
+        complete = len(results) == len(task_cases)
+        mistake = diagnose(task, outcomes, task_cases) if complete else None
+        if mistake:
+            raised = raised_note(task.func_name, outcomes, task_cases)
+            verdict = Recheck(False, f"[{mistake.name}] {mistake.message}" + ("." + raised if raised else ""),
+                              mistake.name, mistake.message, example)
+        elif any(isinstance(o, Raised) and o.kind == "NotImplementedError" for o in outcomes):
+            why = f"{NOT_ATTEMPTED} (it raises NotImplementedError)"  # as attn_grader.core.examine says
+            verdict = Recheck(False, why, NOT_ATTEMPTED, why)
+        elif raised:
+            verdict = Recheck(False, problem, "error", problem)
+        else:
+            verdict = Recheck(False, problem, "unrecognised", problem, example)
+    return verdict

@@ -5,6 +5,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+MAX_LINES, MAX_CHARS = 20, 400  # of a result's reasons, flags and notes: grades.csv's cells stay small
+
+
+def bounded(lines: list[str]) -> list[str]:
+    """At most ``MAX_LINES`` distinct lines of at most ``MAX_CHARS`` each, the rest counted: whatever a
+    submission makes the grader say (40,000 cells, a long file name), grades.csv's reason cell stays far
+    below the csv module's field limit (131,072 characters) and the report readable."""
+    out = list(dict.fromkeys(str(line) if len(str(line)) <= MAX_CHARS else str(line)[:MAX_CHARS - 1] + "…"
+                             for line in lines))
+    if len(out) > MAX_LINES:
+        out = [*out[:MAX_LINES - 1], f"… and {len(out) - MAX_LINES + 1:,} more"]
+    return out
+
 
 @dataclass
 class Result:
@@ -32,6 +45,7 @@ class Result:
         return f"{self.student}/{self.assignment}"
 
     def finish(self) -> Result:
+        self.reason, self.flags, self.notes = bounded(self.reason), bounded(self.flags), bounded(self.notes)
         if self.status == "ok" and self.flags:
             self.status = "flagged"
         return self

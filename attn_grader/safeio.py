@@ -27,27 +27,48 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(path: str, cap: int, *, dir_fd: int | None = None, missing_ok: bool = True) -> bytes | None:
-    """The bytes of the regular file ``path`` (at most ``cap``); None if it does not exist (``missing_ok``).
+def open_regular(path: str, *, dir_fd: int | None = None, one_name: bool = False) -> int:
+    """A descriptor of the regular file ``path``, opened without following a link or waiting on a FIFO.
 
-    Raises :class:`Refused` for a link, FIFO, socket, device or folder, or a file larger than ``cap``.
+    Raises FileNotFoundError, or :class:`Refused` for a link, FIFO, socket, device or folder, and with
+    ``one_name`` for a file with more than one name (a hard link: to ``solutions/…ipynb``, to another
+    student's notebook; an extracted archive can make one): its content is not the submitter's own.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise Refused("missing") from None
+        raise
     except OSError as exc:
         try:
             mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode
         except OSError:
             raise Refused(f"unreadable ({exc.strerror})") from None
         raise Refused(_kind(mode)) from None
+    st = os.fstat(fd)
+    why = _kind(st.st_mode) if not stat.S_ISREG(st.st_mode) else \
+        f"a hard link ({st.st_nlink} names for one file: submit a copy of your own)" \
+        if one_name and st.st_nlink > 1 else None
+    if why:
+        os.close(fd)
+        raise Refused(why)
+    return fd
+
+
+def read_regular(path: str, cap: int, *, dir_fd: int | None = None, missing_ok: bool = True,
+                 one_name: bool = False) -> bytes | None:
+    """The bytes of the regular file ``path`` (at most ``cap``); None if it does not exist (``missing_ok``).
+
+    Raises :class:`Refused` for a link, FIFO, socket, device or folder, or a file larger than ``cap``
+    (and with ``one_name``, a hard link: :func:`open_regular`).
+    """
+    try:
+        fd = open_regular(path, dir_fd=dir_fd, one_name=one_name)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise Refused("missing") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Refused(_kind(st.st_mode))
         if st.st_size > cap:
             raise Refused(f"larger than {cap} bytes")
         chunks, total = [], 0

@@ -276,7 +276,8 @@ def enter(spec: dict, argv: list[str]) -> None:
     if os.geteuid() != 0:  # unprivileged bubblewrap: it binds the paths as this user sees them
         sources = {p: p for p in ro} | {work: work} | {d: s for d, s in spec.get("ro_files", {}).items()}
         _limits(spec)
-        os.execv(BWRAP, [*_bwrap_args(spec, sources), "--", *argv])
+        enter_memory_cgroup(spec)
+        os.execve(BWRAP, [*_bwrap_args(spec, sources), "--", *argv], bwrap_environment())
     staged = json.loads(os.environ.get(STAGED_ENV) or "{}")
     files = spec.get("ro_files", {})
     if staged and all(p in staged for p in [*ro, *files.values()]) and \
@@ -300,10 +301,84 @@ def _drop_and_exec(spec: dict, sources: dict[str, str], argv: list[str]) -> None
         os.chown(os.path.join(work, name), uid, uid, follow_symlinks=False)
     args = _bwrap_args(spec, sources)
     _limits(spec)
+    enter_memory_cgroup(spec)
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
-    os.execv(BWRAP, [*args, "--", *argv])
+    os.execve(BWRAP, [*args, "--", *argv], bwrap_environment())
+
+
+def bwrap_environment() -> dict[str, str]:
+    """bwrap's own environment: nothing of the grader's.  bwrap is pid 1 of the sandbox under the
+    sandbox's uid, so its environment is ``/proc/1/environ`` there (``--clearenv`` cleans only its child);
+    the grader's (``MAKEFLAGS`` with make's command-line variables, a database URL, tokens) stays out."""
+    return {"PATH": ENV["PATH"], "LANG": ENV["LANG"]}
+
+
+CGROUP_PREFIX = "attn-box-"
+
+
+def _own_memory_cgroup() -> str | None:
+    """This process's memory cgroup folder: cgroup v1's ``memory`` hierarchy, else the v2 one."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return os.path.join("/sys/fs/cgroup/memory", path.lstrip("/"))
+    for line in lines:
+        if line.startswith("0::"):
+            return os.path.join("/sys/fs/cgroup", line[3:].lstrip("/"))
+    return None
+
+
+def remove_idle_cgroups(parent: str | None = None) -> None:
+    """Remove the memory cgroups of sandboxes whose processes are gone (the grader calls it at the end)."""
+    parent = parent or _own_memory_cgroup()
+    try:
+        names = os.listdir(parent) if parent else []
+    except OSError:
+        return
+    for name in names:
+        owner = name[len(CGROUP_PREFIX):].split("-")[0]
+        if name.startswith(CGROUP_PREFIX) and not os.path.exists(f"/proc/{owner}"):
+            try:
+                os.rmdir(os.path.join(parent, name))
+            except OSError:
+                pass  # still in use
+
+
+def enter_memory_cgroup(spec: dict) -> str | None:
+    """Move this process (about to become the sandbox) into a memory cgroup of its own, capped at
+    ``spec["memory"]`` bytes for every process of the sandbox together (a kernel and its forks, the
+    pages they write to tmpfs); return its folder, or None where no cgroup can be made (not root, no
+    delegated cgroup v2): the per-process address-space limit (:func:`_limits`) is then the only one.
+    Empty cgroups left by earlier sandboxes (their processes are gone) are removed on the way."""
+    limit = spec.get("memory")
+    parent = _own_memory_cgroup()
+    if not limit or parent is None or spec.get("cgroup") is False or not os.access(parent, os.W_OK):
+        return None
+    try:
+        remove_idle_cgroups(parent)
+        path = os.path.join(parent, f"{CGROUP_PREFIX}{os.getpid()}-{spec.get('uid', 0)}")
+        os.mkdir(path)
+        v1 = os.path.exists(os.path.join(path, "memory.limit_in_bytes"))
+        for name, value in ((("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)) if v1
+                            else (("memory.max", limit), ("memory.swap.max", 0))):
+            try:
+                with open(os.path.join(path, name), "w") as f:
+                    f.write(str(int(value)))
+            except OSError:
+                if name in ("memory.limit_in_bytes", "memory.max"):
+                    raise
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        return path
+    except OSError:
+        return None
 
 
 def command(spec: dict, argv: list[str]) -> list[str]:

@@ -93,8 +93,22 @@ def _compare_locked(student_cells: list, release_cells: list, flags: list[str]) 
     if list(dict.fromkeys(common)) != expected and len(set(common)) == len(common):
         flags.append("cells reordered (restored to the released order)")
     unknown = sorted({g for g in order if g not in release_ids})
-    for gid in unknown:
-        flags.append(f"unknown grade_id {gid} (dropped)")
+    if unknown:
+        flags.append(counted(unknown, "unknown cell", "unknown cells", "dropped"))
+
+
+def counted(names: list[str], one: str, many: str, what: str, shown: int = 3) -> str:
+    """One flag for many findings of a kind: "40,000 unknown cells (dropped): a, b, c, …" (a hostile
+    notebook's 40,000 cells must not make a 1 MB reason)."""
+    names = [n[:60] for n in names]
+    if len(names) == 1:
+        return f"{one} {names[0]!r} ({what})"
+    listed = ", ".join(repr(n) for n in names[:shown]) + (", …" if len(names) > shown else "")
+    return f"{len(names):,} {many} ({what}): {listed}"
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def rebuild(student, release) -> Sanitized:
@@ -106,11 +120,12 @@ def rebuild(student, release) -> Sanitized:
         return Sanitized(None, reason="notebook has no list of cells")
     student_cells = [c for c in cells if isinstance(c, dict)]
     _compare_locked(student_cells, release.cells, flags)
-    release_ks = release.metadata.get("kernelspec", {})
-    student_ks = (student.get("metadata") or {}).get("kernelspec", {}) if isinstance(student.get("metadata"), dict) \
-        else {}
-    if student_ks and student_ks.get("name") != release_ks.get("name"):
-        flags.append(f"kernelspec changed to {student_ks.get('name')!r} (restored)")
+    release_ks = _mapping(release.metadata.get("kernelspec"))
+    student_ks = _mapping(student.get("metadata")).get("kernelspec")
+    if student_ks is not None and not isinstance(student_ks, dict):
+        flags.append("kernelspec is not a mapping (restored)")
+    elif student_ks and student_ks.get("name") != release_ks.get("name"):
+        flags.append(f"kernelspec changed to {str(student_ks.get('name'))[:60]!r} (restored)")
 
     rebuilt = copy.deepcopy(release)
     answers: dict[str, str] = {}
@@ -164,13 +179,16 @@ def sanitize(sub, release_notebooks: dict[str, nbformat.NotebookNode]) -> Saniti
     notes: list[str] = []
     if sub.problem:
         return Sanitized(None, reason=sub.problem)
+    extra: dict[str, list[str]] = {}
     for entry, kind in sub.entries:
         if entry == name:
             continue
         if entry in IGNORED:
             notes.append(f"ignored {entry}")
             continue
-        flags.append(f"extra {'file' if kind == 'file' else kind} {entry!r} dropped")
+        extra.setdefault("file" if kind == "file" else kind, []).append(entry)
+    for kind, entries in extra.items():
+        flags.append(counted(entries, f"extra {kind}", f"extra {kind}s", "dropped"))
     if sub.notebook is None:
         others = [e for e, _ in sub.entries if e.endswith(".ipynb")]
         hint = f" (found {', '.join(repr(o) for o in others)})" if others else ""
@@ -182,31 +200,111 @@ def sanitize(sub, release_notebooks: dict[str, nbformat.NotebookNode]) -> Saniti
     except Exception as exc:  # noqa: BLE001 - corrupt JSON, not a notebook at all
         where = f" at line {exc.lineno}" if isinstance(getattr(exc, "lineno", None), int) else ""
         return Sanitized(None, flags=flags, notes=notes, reason=f"unreadable notebook ({type(exc).__name__}{where})")
-    result = rebuild(student, release)
+    try:
+        result = rebuild(student, release)
+    except Exception as exc:  # noqa: BLE001 - every field is hostile: a malformed one costs this submission only
+        return Sanitized(None, flags=flags, notes=notes,
+                         reason=f"malformed notebook ({type(exc).__name__} in its cells or metadata)")
     result.flags[:0] = flags
     result.notes[:0] = notes
     return result
 
 
 SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+HIDDEN_LINE = "[grader: a line of the hidden tests, not shown]"
 
 
-def strip_active_outputs(nb) -> int:
-    """Keep only inert outputs (plain text, PNG, JPEG) before the feedback is rendered; return how many
-    outputs lost something.  HTML, JavaScript, SVG, Markdown and LaTeX from a student's kernel would be
-    live in the instructor's browser."""
+def hidden_lines(source_cells) -> list[str]:
+    """The lines of the hidden tests of a source notebook's cells (what no output may show)."""
+    out = []
+    for cell in source_cells:
+        for block in _HIDDEN.findall(_source(cell)):
+            out += [line.strip() for line in block.splitlines() if len(line.strip()) >= 8]  # markers too
+    return list(dict.fromkeys(out))
+
+
+def clear_hidden_tests(nb) -> None:
+    """The feedback's test cells as released: their hidden tests removed (the autograded notebook
+    ran them; the student sees the visible part, the score and the mistake's name)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and _HIDDEN.search(_source(cell)):
+            cell.source = _HIDDEN.sub("", _source(cell)).rstrip()
+
+
+def _text(value) -> str:
+    return "".join(map(str, value)) if isinstance(value, list) else str(value) if value is not None else ""
+
+
+def _redact(text: str, hidden: list[str]) -> str:
+    """``text`` with every line that carries a line of the hidden tests replaced (colours ignored)."""
+    if not hidden:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        plain = _ANSI.sub("", line)
+        if any(h in plain for h in hidden):
+            lines[i] = HIDDEN_LINE
+    return "\n".join(lines)
+
+
+def _image(value) -> str | None:
+    """Base64 image data, re-encoded from its bytes (anything else in the field is dropped)."""
+    import base64
+    import binascii
+
+    try:
+        return base64.b64encode(base64.b64decode(_text(value).replace("\n", ""), validate=True)).decode()
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _inert(out, hidden: list[str]) -> tuple[nbformat.NotebookNode, bool]:
+    """One output rebuilt from an allow-list: a stream (stdout/stderr), an error (its name, value and
+    traceback as text) or data (plain text, PNG, JPEG); every text field a string, every image
+    re-encoded, no metadata.  Whatever else a kernel sent (HTML, JavaScript, SVG, a stream named
+    ``x"><script>``, an image field holding markup) is gone, and no line shows the hidden tests."""
+    from nbformat.v4 import new_output
+
+    kind = out.get("output_type") if isinstance(out, dict) else None
+    if kind == "stream":
+        name = out.get("name") if out.get("name") in ("stdout", "stderr") else "stdout"
+        return new_output("stream", name=name, text=_redact(_text(out.get("text")), hidden)), False
+    if kind == "error":
+        tb = out.get("traceback") if isinstance(out.get("traceback"), list) else []
+        return new_output("error", ename=_redact(_text(out.get("ename")), hidden)[:200],
+                          evalue=_redact(_text(out.get("evalue")), hidden),
+                          traceback=[_redact(_text(t), hidden) for t in tb]), False
+    data = out.get("data") if isinstance(out, dict) and isinstance(out.get("data"), dict) else {}
+    kept: dict = {}
+    if "text/plain" in data:
+        kept["text/plain"] = _redact(_text(data["text/plain"]), hidden)
+    for mime in ("image/png", "image/jpeg"):
+        image = _image(data[mime]) if mime in data else None
+        if image is not None:
+            kept[mime] = image
+    dropped = sorted(str(k)[:40] for k in data if k not in kept)
+    if "text/plain" not in kept:
+        kept["text/plain"] = f"[grader: {', '.join(dropped) or 'an'} output not shown]"
+    if kind == "execute_result":
+        return new_output("execute_result", data=kept, execution_count=None), bool(dropped)
+    return new_output("display_data", data=kept), bool(dropped) or kind != "display_data"
+
+
+def strip_active_outputs(nb, hidden: list[str] | tuple = ()) -> int:
+    """Rebuild every output of ``nb`` inert (:func:`_inert`) before the feedback is rendered; return how
+    many outputs lost something.  A student's kernel writes the outputs: HTML, JavaScript, SVG, Markdown
+    or LaTeX from it, or markup in any field the template writes unescaped, would be live in the
+    feedback page; a line of ``hidden`` (the hidden tests' source) is replaced wherever it shows."""
     changed = 0
     for cell in nb.cells:
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            data = out.get("data")
-            if not isinstance(data, dict):
-                continue
-            dropped = sorted(k for k in data if k not in SAFE_MIME)
-            if dropped:
-                changed += 1
-                for k in dropped:
-                    del data[k]
-                if "text/plain" not in data:
-                    data["text/plain"] = f"[grader: {', '.join(dropped)} output not shown]"
-            out["metadata"] = {}
+        if cell.cell_type != "code":
+            continue
+        outs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        rebuilt = []
+        for out in outs:
+            new, lost = _inert(out, list(hidden))
+            changed += lost
+            rebuilt.append(new)
+        cell.outputs = rebuilt
     return changed

@@ -35,6 +35,7 @@ OUTPUTS = ("grades.csv", "gradebook.db", "grading_results.json", "grading_report
            ".grader")
 HOSTILE_NAMES = ["*", ".x", "a[1]", "new\nline", "=2+3", "<img src=x onerror=alert(1)>"]
 BLANK = os.path.join(REPO, "exercises", A, A + ".ipynb")
+SECRET_ENV, SECRET_VALUE = "ATTN_TEST_DB_URL", "postgresql://user:hunter2-in-the-grader@db/course"
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading_attacks")]
 
@@ -121,22 +122,31 @@ def graded(tmp_path_factory):
     os.symlink("/etc/passwd", os.path.join(_submit(root, "c02_symlink_to_passwd", None), A + ".ipynb"))
     os.mkfifo(os.path.join(_submit(root, "c03_fifo", None), A + ".ipynb"))
     os.symlink(os.path.join(root, "submitted", "a00_honest_prints_warns"), os.path.join(root, "submitted", "c04_link"))
+    os.link(solution, os.path.join(_submit(root, "c05_hard_link_to_solution", None), A + ".ipynb"))
     ungradable = {"c01_symlink_to_solution": "symbolic link", "c02_symlink_to_passwd": "symbolic link",
-                  "c03_fifo": "FIFO", "c04_link": "symbolic link"}
+                  "c03_fifo": "FIFO", "c04_link": "symbolic link", "c05_hard_link_to_solution": "hard link"}
+    many = json.load(open(HONEST))  # 40,000 cells with grade ids the release does not have
+    many["cells"] += [{"cell_type": "code", "source": "", "metadata": {"nbgrader": {"grade_id": f"u{i}"}},
+                       "outputs": [], "execution_count": None} for i in range(40_000)]
+    open(os.path.join(_submit(root, "c06_many_cells", None), A + ".ipynb"), "w").write(json.dumps(many))  # noqa: SIM115
+    os.environ[SECRET_ENV] = SECRET_VALUE  # in the grader's environment: never in a sandbox's (d04)
     for name in HOSTILE_NAMES:
         _submit(root, name, HONEST)
     _submit(root, "zz_honest_last", HONEST)
     _submit(root, "zz_blank_last", BLANK)
     before = _snapshot(root)
     start = time.monotonic()
-    results = grade(root, jobs=2, opts=OPTS, verbose=False)
+    try:
+        results = grade(root, jobs=2, opts=OPTS, verbose=False)
+    finally:
+        os.environ.pop(SECRET_ENV, None)
     seconds = time.monotonic() - start
     return {"root": root, "expected": expected, "results": results, "rows": _rows(root), "before": before,
             "after": _snapshot(root), "ungradable": ungradable, "seconds": seconds}
 
 
 def test_every_submission_has_a_row(graded):
-    names = set(graded["expected"]) | set(graded["ungradable"]) | {"zz_honest_last", "zz_blank_last"}
+    names = set(graded["expected"]) | set(graded["ungradable"]) | {"zz_honest_last", "zz_blank_last", "c06_many_cells"}
     names |= {("'" + n if n.startswith("=") else n) for n in HOSTILE_NAMES}  # a formula is quoted in the CSV
     assert sorted(graded["rows"]) == sorted(names)
 
@@ -159,11 +169,15 @@ def test_attack_outcome(graded, name):
         assert text in feedback, text
     if exp.get("no_leak"):  # what the kernel printed reaches the feedback: no instructor's or classmate's file
         assert feedback, "no feedback written"
-        # (nbgrader's feedback shows the test cells, hidden tests included: that is not a leak)
         secret = open(os.path.join(graded["root"], ".grader", "secret")).read().strip()
         for secret_text in ("cell_type", "&quot;grade_id&quot;", '"grade_id"', "this is a harmless warning",
                             "ps07_positional", secret):
             assert secret_text not in feedback, secret_text[:20]
+    if exp.get("no_env"):  # the kernel printed every environment it could read: none is the grader's
+        assert "/proc/1/environ" in feedback and SECRET_VALUE not in feedback and "hunter2" not in feedback
+    if exp.get("no_hidden"):  # a hook printed each executed cell: no line of the hidden tests shows
+        assert feedback and "[grader: a line of the hidden tests, not shown]" in feedback
+        assert f'check("{A}"' not in feedback and "check(&quot;" not in feedback and "HIDDEN TESTS" not in feedback
     if exp.get("no_script"):  # script from the kernel is inert: no live element carries it
         from bs4 import BeautifulSoup
 
@@ -175,7 +189,17 @@ def test_attack_outcome(graded, name):
         assert "<script>" not in report and "&lt;script&gt;" in report
 
 
-@pytest.mark.parametrize("name", ["c01_symlink_to_solution", "c02_symlink_to_passwd", "c03_fifo", "c04_link"])
+def test_many_unknown_cells_make_one_short_flag(graded):
+    """40,000 unknown cells: one counted flag; every grades.csv field within the csv module's default limit."""
+    row = graded["rows"]["c06_many_cells"]
+    assert (float(row["total"]), row["status"], len(row["reason"]) < 2000) == (10, "flagged", True), row
+    assert "40,000 unknown cells (dropped)" in row["reason"]
+    with open(os.path.join(graded["root"], "grades.csv"), newline="") as f:
+        assert max(len(cell) for r in csv.reader(f) for cell in r) < 10_000
+
+
+@pytest.mark.parametrize("name", ["c01_symlink_to_solution", "c02_symlink_to_passwd", "c03_fifo", "c04_link",
+                                  "c05_hard_link_to_solution"])
 def test_links_and_fifos_are_not_read(graded, name):
     row = graded["rows"][name]
     assert row["status"] == "ungradable" and graded["ungradable"][name] in row["reason"], row
@@ -359,3 +383,20 @@ def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
                for p in glob.glob(os.path.join(root, "feedback", "*", A, "*.html")))
     assert sandbox.unusable() is None  # and on this machine the sandbox itself works
     assert float(rows["a_b14"]["total"]) == 10 and float(rows["ann"]["total"]) < 10, rows["ann"]
+
+
+@pytest.mark.browser
+def test_no_script_of_a_student_runs_in_the_feedback_page(graded, tmp_path):
+    """The script attacks' feedback pages in headless Chromium, offline: no dialog opens (a control page's does)."""
+    from site_helpers import chromium, offline_page
+    (control := tmp_path / "control.html").write_text("<img src=x onerror=\"alert('control')\">")
+    pages = [str(control)] + [p for n, exp in graded["expected"].items() if exp.get("no_script") for p in
+                              glob.glob(os.path.join(graded["root"], "feedback", n, "**", "*.html"), recursive=True)]
+    dialogs = []
+    with chromium() as browser:
+        page = offline_page(browser)
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        for path in pages:
+            page.goto("file://" + path)
+            page.wait_for_timeout(500)
+    assert len(pages) > 2 and dialogs == ["control"]

@@ -345,3 +345,4 @@ def test_recheck_inputs_change_with_the_submission():
     new = [not same([m], [n]) for m, n in zip(first, later, strict=True)]
     # the fixed edge cases (an all-equal row, huge scores) stay; every drawn one is new, so a table fails
     assert sum(new) >= len(new) // 2, f"leaked inputs reused: {new}"
+

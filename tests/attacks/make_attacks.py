@@ -17,6 +17,7 @@ import nbformat
 
 from attn_grader.core import get_task
 from attn_grader.demo import answers_of, with_answers
+from what_students_send import what_students_send
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -356,8 +357,7 @@ for _top in (os.path.dirname(os.path.dirname(_own)), '/mnt', '/proc/1/root/mnt',
 print('planted' if _planted else 'nothing planted')
 '''),
     {"score": 10, "flagged": False})
-# The self-check (attn_grader.selfcheck) is the student's, not the grader's: patched to say "right" whatever the
-# answer, the grade and the graded feedback's diagnosis are unchanged; deleted from every test cell, the same.
+# The self-check is the student's: patched to say "right", or deleted from every test cell, it changes no grade.
 attacks["b15_patched_self_check"] = (honest(normalise_answer='''import sys, types
 try:  # (the re-check's sandbox has no attn_grader)
     import attn_grader.selfcheck as _sc
@@ -370,16 +370,16 @@ except ImportError:
 ''' + next(m.source for m in get_task(A, "normalise").mistakes if m.name == "hard_max")),
     {"score": 8, "flagged": False, "feedback_has": ["self-check: correct", "re-check: [hard_max]"]})
 nb = honest()
-for _c in nb.cells:
-    if _c.metadata.get("nbgrader", {}).get("grade"):
-        _c.source = "\n".join(ln for ln in _c.source.splitlines() if "self_check" not in ln)
+for _c in (c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")):
+    _c.source = "\n".join(ln for ln in _c.source.splitlines() if "self_check" not in ln)
 attacks["b16_self_check_deleted"] = (nb, {"score": 10, "flagged": True})
+attacks.update(what_students_send(honest, after))
 attacks["a10a_corrupt_json"] = (None, {"score": None, "status": "ungradable", "text": '{"cells": [ {"cell_'})
 attacks["a10b_empty_folder"] = (None, {"score": None, "status": "ungradable"})
 
 if __name__ == "__main__":
     for name in os.listdir(HERE):
-        if name[:1] in "ab" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
+        if name[:1] in "abd" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
             shutil.rmtree(os.path.join(HERE, name))
     expected = {}
     for name, (nb, exp) in attacks.items():
