@@ -11,7 +11,9 @@ Sequence Labeling):
   to be read at the last position;
 * :func:`previous_token_batch` — the "previous token" task, where order matters;
 * :func:`synthetic_waveform` — one second of 16 kHz audio (framed by :mod:`attn_ref.speech`);
-* :func:`toy_molecule` — a graph as node vectors plus an adjacency matrix.
+* :func:`toy_molecule` — a graph as node vectors plus an adjacency matrix;
+* :func:`toy_decoder_step`, :func:`greedy_decode` — a hand-written Seq2Seq decoder that reads its own
+  last token at every step and stops when it writes ``<eos>`` (no training: two score tables).
 
 The maths that turns these into vectors (framing, adjacency matrices) is in :mod:`attn_ref`.
 """
@@ -215,3 +217,58 @@ def toy_molecule() -> dict:
     features = np.eye(len(elements))[[elements.index(a) for a in atoms]]  # (9, 3)
     return {"atoms": atoms, "elements": elements, "features": features, "edges": edges,
             "positions": positions, "adjacency": adjacency_from_edges(edges, len(atoms))}
+
+
+# ---------------------------------------------------------------------------------------------
+# Seq2Seq: a decoder that reads its own last output
+# ---------------------------------------------------------------------------------------------
+
+DECODER_VOCAB = ["<bos>", "<eos>", "the", "animal", "vehicle", "food", "runs", "is", "late", "very", "hot"]
+_DECODER_TRANSITIONS = {  # (token written last, next token): score
+    ("<bos>", "the"): 2, ("the", "animal"): 1, ("the", "vehicle"): 1, ("the", "food"): 1,
+    ("animal", "runs"): 2, ("vehicle", "is"): 2, ("food", "is"): 2, ("is", "late"): 1,
+    ("is", "very"): 1, ("very", "hot"): 2, ("runs", "<eos>"): 2, ("late", "<eos>"): 2,
+    ("hot", "<eos>"): 2,
+}
+_DECODER_TOPIC_BIAS = {"animal": ["animal"], "vehicle": ["vehicle", "late"], "food": ["food", "very"]}
+
+
+def toy_decoder_tables() -> tuple[np.ndarray, np.ndarray]:
+    """The toy decoder's two score tables over :data:`DECODER_VOCAB`, written by hand, not trained:
+    ``after`` (|vocab|, |vocab|), ``after[y, z]`` the score of writing ``z`` right after ``y``, and
+    ``bonus`` (3, |vocab|), ``bonus[g, z]`` what the input's topic ``g`` (the groups of
+    :data:`EMBEDDING_GROUPS`, in order) adds to ``z``."""
+    index = {t: i for i, t in enumerate(DECODER_VOCAB)}
+    after = np.zeros((len(DECODER_VOCAB), len(DECODER_VOCAB)))
+    for (prev, nxt), score in _DECODER_TRANSITIONS.items():
+        after[index[prev], index[nxt]] = score
+    bonus = np.zeros((len(EMBEDDING_GROUPS), len(DECODER_VOCAB)))
+    for g, topic in enumerate(EMBEDDING_GROUPS):
+        bonus[g, [index[t] for t in _DECODER_TOPIC_BIAS[topic]]] = 1
+    return after, bonus
+
+
+def toy_decoder_step(prev: str, topic: str) -> np.ndarray:
+    """Scores over :data:`DECODER_VOCAB` for the next token, from the token written last (``prev``)
+    and the input's topic: ``after[prev] + bonus[topic]`` (:func:`toy_decoder_tables`)."""
+    after, bonus = toy_decoder_tables()
+    return after[DECODER_VOCAB.index(prev)] + bonus[list(EMBEDDING_GROUPS).index(topic)]
+
+
+def greedy_decode(topic: str, prefix=(), max_steps: int = 20) -> list[tuple[str, str]]:
+    """Greedy decoding with :func:`toy_decoder_step`: from ``<bos>`` (then the forced tokens of
+    ``prefix``, as if the decoder had written them), each step reads the token written last and
+    writes the highest-scoring one, until it writes ``<eos>``.  Returns the steps as
+    (token read, token written) pairs, ``prefix`` included; the output is the written tokens
+    before ``<eos>``.  Raises RuntimeError if ``<eos>`` does not come within ``max_steps``."""
+    steps, prev = [], "<bos>"
+    for forced in prefix:
+        steps.append((prev, forced))
+        prev = forced
+    while len(steps) < max_steps:
+        token = DECODER_VOCAB[int(np.argmax(toy_decoder_step(prev, topic)))]
+        steps.append((prev, token))
+        if token == "<eos>":
+            return steps
+        prev = token
+    raise RuntimeError(f"no <eos> within {max_steps} steps: {steps}")

@@ -106,3 +106,32 @@ def test_toy_molecule_is_ethanol():
     valence = {"C": 4, "O": 2, "H": 1}
     np.testing.assert_array_equal(degrees, [valence[a] for a in m["atoms"]])
     np.testing.assert_array_equal(m["features"].sum(axis=1), np.ones(9))
+
+
+def test_toy_decoder_reads_its_own_last_token_and_stops_on_eos():
+    from attn_book.toy_data import EMBEDDING_GROUPS, greedy_decode
+
+    lengths = {}
+    for topic in EMBEDDING_GROUPS:
+        steps = greedy_decode(topic)
+        assert steps[0][0] == "<bos>" and steps[-1][1] == "<eos>"
+        assert all(read == steps[t - 1][1] for t, (read, _) in enumerate(steps) if t)  # fed back
+        assert "<eos>" not in [w for _, w in steps[:-1]]
+        lengths[topic] = len(steps) - 1
+    assert len(set(lengths.values())) == 3, lengths  # n' differs from topic to topic
+    # the same input, another token written at step 2: another continuation, another n'
+    forced = greedy_decode("vehicle", prefix=["the", "animal"])
+    assert [w for _, w in forced[2:]] == ["runs", "<eos>"]
+    assert len(forced) - 1 != lengths["vehicle"]
+
+
+def test_toy_decoder_scores_depend_on_the_token_read(monkeypatch):
+    import attn_book.toy_data as toy
+    from attn_book.toy_data import DECODER_VOCAB, toy_decoder_step
+
+    assert not np.array_equal(toy_decoder_step("vehicle", "food"), toy_decoder_step("is", "food"))
+    assert DECODER_VOCAB[int(np.argmax(toy_decoder_step("is", "food")))] == "very"
+    assert DECODER_VOCAB[int(np.argmax(toy_decoder_step("is", "vehicle")))] == "late"
+    monkeypatch.setattr(toy, "toy_decoder_step", lambda prev, topic: np.eye(len(DECODER_VOCAB))[2])
+    with pytest.raises(RuntimeError, match="no <eos> within 5 steps"):
+        toy.greedy_decode("food", max_steps=5)

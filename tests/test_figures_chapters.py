@@ -10,7 +10,7 @@ import pytest
 
 from attn_book.figures.graphs import draw_graph
 from attn_book.figures.multi_head import draw_split_merge, split_merge_example
-from attn_book.figures.rnn import draw_dependency_graph
+from attn_book.figures.rnn import draw_dependency_graph, draw_path_lengths
 from attn_book.figures.sequence_labeling import draw_tagger
 from attn_book.figures.transformer import draw_encoder_block
 from attn_book.figures.vector_sets import draw_output_types, draw_undirected_graph
@@ -91,6 +91,21 @@ def test_dependency_graph_titles_the_path_length(kind, k, length):
     assert ax.get_title().endswith(f"path length {length}")
     red = [a for a in ax.texts if a.arrow_patch.get_linewidth() == 2]  # the path's arrows
     assert len(red) == length
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_path_length_panels_use_one_kernel_size_for_both_convolutions(k):
+    """rnn's figure and its table share k: both convolution panels are titled with it and their red
+    paths have path_length's number of edges for that k."""
+    from attn_ref.recurrent import path_length
+
+    fig, axes = plt.subplots(2, 2)
+    draw_path_lengths(axes.ravel(), 8, k)
+    for ax, kind in zip(axes.ravel()[2:], ("conv", "dilated_conv"), strict=True):
+        length = path_length(kind, 8, k)
+        assert ax.get_title().endswith(f", k = {k}: path length {length}")
+        assert len([a for a in ax.texts if a.arrow_patch.get_linewidth() == 2]) == length
     plt.close(fig)
 
 

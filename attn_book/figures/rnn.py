@@ -9,6 +9,7 @@ from attn_ref.recurrent import dependency_graph, shortest_path
 
 KIND_TITLES = {"recurrent": "RNN", "attention": "self-attention", "conv": "convolution",
                "dilated_conv": "dilated convolution"}
+PANELS = ("recurrent", "attention", "conv", "dilated_conv")
 
 
 def draw_dependency_graph(ax, kind, n, k):
@@ -32,3 +33,10 @@ def draw_dependency_graph(ax, kind, n, k):
     kernel = f", k = {k}" if "conv" in kind else ""
     ax.set(xlabel="position", xlim=(-0.6, n - 0.4), ylim=(-0.4, top + 0.4),
            title=f"{KIND_TITLES[kind]}{kernel}: path length {len(path) - 1}")
+
+
+def draw_path_lengths(axes, n, k):
+    """The four computation graphs of :data:`PANELS` on ``axes``, both convolutions with the same
+    kernel size ``k`` (the one the chapter's table of path lengths uses)."""
+    for ax, kind in zip(axes, PANELS, strict=True):
+        draw_dependency_graph(ax, kind, n, k)
