@@ -71,7 +71,7 @@ book: $(STAMP)
 translations: $(STAMP)
 	$(BIN)/python book/_ext/i18n.py pot
 	$(BIN)/python book/_ext/i18n.py update
-	$(BIN)/python -m attn_grader.bilingual extract
+	$(BIN)/python -m attn_grader.authoring.bilingual extract
 
 # The launch notebooks book/<chapter>.ipynb (no outputs) from the .md chapters; commit them with the chapter.
 notebooks: $(STAMP)
@@ -98,14 +98,14 @@ check: $(STAMP)
 test: lint book pytest
 
 release: $(STAMP)
-	-$(BIN)/python -m attn_grader.bilingual apply
-	$(BIN)/python -m attn_grader.release
+	-$(BIN)/python -m attn_grader.authoring.bilingual apply
+	$(BIN)/python -m attn_grader.authoring.release
 
 grade: $(STAMP) system-packages
-	$(BIN)/python -m attn_grader.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(if $(EXPORT),--export '$(EXPORT)') $(ARGS)
+	$(BIN)/python -m attn_grader.run.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(if $(EXPORT),--export '$(EXPORT)') $(ARGS)
 
 grade-demo: $(STAMP) system-packages
-	$(BIN)/python -m attn_grader.demo --jobs $(JOBS)
+	$(BIN)/python -m attn_grader.authoring.demo --jobs $(JOBS)
 
 # BUSY=2: two CPU-bound processes run beside it, as on a busy machine (the book must still build).
 bench: $(STAMP)

@@ -3,7 +3,7 @@
 Used by the plain ``nbgrader`` commands (generate_assignment, autograde, generate_feedback, export: run
 ``nbgrader generate_assignment --force <assignment>`` once per assignment first, which records it in
 gradebook.db and rewrites exercises/ byte for byte; book/for_instructors.md).  ``make grade``
-(attn_grader.autograde) grades in scratch courses with the same settings plus its own
+(attn_grader.run.autograde) grades in scratch courses with the same settings plus its own
 contained executor (per-cell timeout, notebook budget, memory limit): see book/for_instructors.md.
 """
 
@@ -11,7 +11,7 @@ import os
 
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
 
-from attn_grader.nbgrader_cells import OverwriteCellsKeepingHidden
+from attn_grader.isolation.nbgrader_cells import OverwriteCellsKeepingHidden
 
 c = get_config()  # noqa: F821 - provided by nbgrader/traitlets when this file is loaded
 
@@ -36,5 +36,5 @@ c.IgnorePattern.pattern = r"(?s).*"  # every stderr stream; errors are reported 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # The feedback page renders its formulas as MathML and loads nothing from the network (no MathJax CDN),
-# with colours and markup that pass WCAG 2.1 AA (attn_grader/feedback_page.py); make grade uses the same.
-c.GenerateFeedback.exporter_class = "attn_grader.feedback_page.FeedbackHTML"
+# with colours and markup that pass WCAG 2.1 AA (attn_grader/reports/feedback_page.py); make grade uses the same.
+c.GenerateFeedback.exporter_class = "attn_grader.reports.feedback_page.FeedbackHTML"

@@ -11,7 +11,7 @@ Every task's visible test cell of an exercise starts with (:func:`cell_lines`)::
 operating system's entropy: never the hidden tests' fixed seed, never the course's secret, so it
 reveals none of the graded inputs.  It compares with the reference and prints one paragraph to
 stdout (never stderr, never an exception): one short line when the function is right, the
-catalogued mistake it matches (:func:`attn_grader.core.examine`: the same sentence as the graded
+catalogued mistake it matches (:func:`attn_grader.checking.core.examine`: the same sentence as the graded
 feedback), what differs (shape, dtype, which entries) when no mistake matches, or "not attempted
 yet" for ``raise NotImplementedError()``.  The student's arguments never reach the reference.
 
@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .core import Finding, Task, examine, get_task
+from .checking.core import Finding, Task, examine, get_task
 
 #: How to get the self-check where the package is missing (the notebook's fallback prints the same).
 HOW_TO_GET_IT = ('pip install "self-attention-step-by-step[student] @ '
@@ -57,7 +57,7 @@ def fresh_cases(task: Task) -> list[tuple]:
 
 
 def report(task: Task, fn: Callable, cases: list[tuple] | None = None) -> tuple[Finding | None, str]:
-    """(what :func:`attn_grader.core.examine` found, the text the self-check prints) for ``fn`` on ``cases``
+    """(what :func:`attn_grader.checking.core.examine` found, the text the self-check prints) for ``fn`` on ``cases``
     (default: :func:`fresh_cases`)."""
     cases = fresh_cases(task) if cases is None else cases
     with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stderr(sys.stdout):

@@ -22,7 +22,7 @@ def fig_feedback(quick: bool) -> list[Row]:
     import nbformat
     from nbclient import NotebookClient
 
-    from attn_grader.demo import answers_of, with_answers
+    from attn_grader.authoring.demo import answers_of, with_answers
 
     released = os.path.join(REPO, "exercises")
     names = sorted(os.listdir(released)) if os.path.isdir(released) else []
@@ -50,8 +50,8 @@ def fig_selfcheck(quick: bool) -> list[Row]:
     catalogued mistake, median of repeats; the median over all tasks and the slowest task."""
     import nbformat
 
-    from attn_grader.core import load_mistake, tasks_of
-    from attn_grader.demo import answers_of
+    from attn_grader.authoring.demo import answers_of
+    from attn_grader.checking.core import load_mistake, tasks_of
     from attn_grader.selfcheck import report
 
     per_task: dict[str, float] = {}

@@ -24,8 +24,8 @@ def build_class(root: str, assignments: list[str], n_students: int) -> int:
     """A synthetic class in ``root``: every student hands in every assignment, odd students with a mistake."""
     import nbformat
 
-    from attn_grader.core import tasks_of
-    from attn_grader.demo import answers_of, with_answers
+    from attn_grader.authoring.demo import answers_of, with_answers
+    from attn_grader.checking.core import tasks_of
 
     count = 0
     for a in assignments:
@@ -72,10 +72,10 @@ def _busy_seconds() -> float:
 
 
 def _autograde(course: str, jobs: int) -> tuple[float, float, str | None]:
-    """Wall seconds of ``python -m attn_grader.autograde --jobs N`` (what ``make grade`` runs), and the
+    """Wall seconds of ``python -m attn_grader.run.autograde --jobs N`` (what ``make grade`` runs), and the
     cores the machine kept busy meanwhile (everything on it, the grader's processes most)."""
     t0, b0 = time.perf_counter(), _busy_seconds()
-    proc = subprocess.run([sys.executable, "-m", "attn_grader.autograde", "--course", course,
+    proc = subprocess.run([sys.executable, "-m", "attn_grader.run.autograde", "--course", course,
                            "--jobs", str(jobs)], cwd=REPO, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     cores = (_busy_seconds() - b0) / wall
@@ -86,7 +86,7 @@ def _autograde(course: str, jobs: int) -> tuple[float, float, str | None]:
 
 
 def fig_grading(quick: bool) -> list[Row]:
-    """A synthetic class through ``python -m attn_grader.autograde`` with 1 and 2 jobs, against bare
+    """A synthetic class through ``python -m attn_grader.run.autograde`` with 1 and 2 jobs, against bare
     nbclient execution of the same notebooks.
 
     Rounds are interleaved so that a slow spell of the shared machine falls on both sides: bare
@@ -95,9 +95,9 @@ def fig_grading(quick: bool) -> list[Row]:
     """
     figure = TITLES["grading"]
     try:
-        import attn_grader.autograde  # noqa: F401
+        import attn_grader.run.autograde  # noqa: F401
     except ImportError as exc:
-        return [skipped(figure, f"attn_grader.autograde not importable ({exc})")]
+        return [skipped(figure, f"attn_grader.run.autograde not importable ({exc})")]
     wanted = ["ps04_step_by_step", "ps12_efficient"]
     have = [a for a in wanted if os.path.isfile(os.path.join(REPO, "exercises", a, a + ".ipynb"))]
     if len(have) < 2:
@@ -153,8 +153,8 @@ DASK_PROBE = """
 import json, sys, time
 import nbformat
 from distributed import Client, LocalCluster
-from attn_grader.course import Course, Options
-from attn_grader.discover import Submitted
+from attn_grader.run.course import Course, Options
+from attn_grader.run.discover import Submitted
 
 def noop(course, batch, opts, topic):
     return []
@@ -182,7 +182,7 @@ def _grade_watching_memory(course: str, jobs: int) -> tuple[float, list[tuple[in
     import psutil
 
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.autograde", "--course", course, "--jobs", str(jobs)],
+    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.run.autograde", "--course", course, "--jobs", str(jobs)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     me = psutil.Process(proc.pid)  # under unshare the grader keeps this pid (exec, no fork)
     samples, count = [], 0
@@ -241,9 +241,9 @@ def fig_scale(quick: bool) -> list[Row]:
 
 SANDBOX_PROBE = """
 import json, os, subprocess, sys, tempfile, time
-from attn_grader import sandbox
-from attn_grader.course import PACKAGES
-from attn_grader.recheck import HARNESS, HARNESS_IN_BOX
+from attn_grader.isolation import sandbox
+from attn_grader.run.course import PACKAGES
+from attn_grader.checking.recheck import HARNESS, HARNESS_IN_BOX
 reps = int(sys.argv[1])
 staged = sandbox.stage([*PACKAGES, HARNESS]) is not None
 boxes = sandbox.boxes_folder(tempfile.gettempdir())
@@ -263,12 +263,12 @@ print(json.dumps({"staged": staged, "times": times}))
 
 
 def fig_sandbox(quick: bool) -> list[Row]:
-    """Start-up of the grading sandbox: a program started through attn_grader.sandbox minus the same
+    """Start-up of the grading sandbox: a program started through attn_grader.isolation.sandbox minus the same
     program started bare, as the grader starts a kernel (the packages bound) and a re-check (the
     harness file bound): as root, in a mount namespace of its own with the sources staged once per run
-    (attn_grader.sandbox.stage). Interleaved runs; medians."""
+    (attn_grader.isolation.sandbox.stage). Interleaved runs; medians."""
     figure = TITLES["sandbox"]
-    from attn_grader import sandbox
+    from attn_grader.isolation import sandbox
 
     why = sandbox.unusable()
     if why:

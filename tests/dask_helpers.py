@@ -46,7 +46,7 @@ def dask_cluster(folder: str, workers: int = 2, worker_env: dict | None = None, 
                             json.load(open(sfile)).get("address"))
         ws = [start([os.path.join(BIN, "dask"), "worker", "--scheduler-file", sfile, "--nthreads", "1",
                      "--nworkers", "1", "--memory-limit", "0", "--no-dashboard", "--name", f"w{k}",
-                     "--preload", "attn_grader.cluster"],
+                     "--preload", "attn_grader.run.cluster"],
                     worker_env, f"worker{k}") for k in range(workers)]
         from distributed import Client
 

@@ -2,12 +2,12 @@
 
 Independently written answers, per assignment: the solution notebook's answers, the re-implementations
 written elsewhere (tests/others_answers.py, each in a notebook whose other answer cells are left as
-released) and, for ps04, the demo students' own answers (attn_grader.demo.OWN_ANSWERS).  Every pair of
+released) and, for ps04, the demo students' own answers (attn_grader.authoring.demo.OWN_ANSWERS).  Every pair of
 two of them is a pair that must not be reported: its share is the false-positive rate.
 
 Copies: each of those notebooks handed in again as it is (copied), with every local variable renamed
 (renamed), and renamed with independent lines swapped and comments dropped (reordered:
-attn_grader.demo.disguise); each copy is compared with its original, and its share reported is the
+attn_grader.authoring.demo.disguise); each copy is compared with its original, and its share reported is the
 detection rate.  Notebooks with less own code than the report needs (``min_shared``) cannot be caught
 by design and are counted apart.
 
@@ -27,8 +27,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import nbformat
 
-from attn_grader import similarity
-from attn_grader.demo import OWN_ANSWERS, OWN_ASSIGNMENT, answers_of, disguise, own_answers
+from attn_grader.authoring.demo import OWN_ANSWERS, OWN_ASSIGNMENT, answers_of, disguise, own_answers
+from attn_grader.reports import similarity
 
 
 @functools.cache

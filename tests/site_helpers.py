@@ -69,7 +69,7 @@ def page_source(page: str) -> Path:
 @contextlib.contextmanager
 def chromium() -> Iterator:
     """Debian's chromium, headless under Playwright (closed on exit); skipped (failed in CI) without them."""
-    from attn_grader.classreport import CHROMIUM, CHROMIUM_ARGS
+    from attn_grader.reports.classreport import CHROMIUM, CHROMIUM_ARGS
 
     need(Path(CHROMIUM).is_file(), "no chromium for the browser tests: sudo apt-get install chromium (or make browser)")
     try:

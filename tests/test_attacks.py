@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from attn_grader.autograde import Options, grade
+from attn_grader.run.autograde import Options, grade
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKS = os.path.join(HERE, "attacks")
@@ -248,8 +248,8 @@ def test_recheck_inputs_come_from_the_course_secret(graded):
     """The secret is private to the grader, and the re-check's inputs differ from the notebook's."""
     import numpy as np
 
-    from attn_grader.core import get_task
-    from attn_grader.recheck import cases_for
+    from attn_grader.checking.core import get_task
+    from attn_grader.checking.recheck import cases_for
 
     secret_file = os.path.join(graded["root"], ".grader", "secret")
     assert oct(os.stat(secret_file).st_mode & 0o777) == "0o600"
@@ -323,7 +323,7 @@ def test_two_runs_at_once(tmp_path_factory):
 
 def test_a_grader_killed_mid_run_leaves_nothing_and_runs_again(tmp_path_factory):
     root = _small_class(tmp_path_factory, "killed")
-    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.autograde", "--course", root, "--cell-timeout", "15"],
+    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.run.autograde", "--course", root, "--cell-timeout", "15"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     for line in proc.stdout:
@@ -347,7 +347,7 @@ def test_a_stalled_worker_is_replaced(tmp_path_factory, monkeypatch):
     and its submissions graded again; the class gets every row, exactly right."""
     import dataclasses
 
-    from attn_grader import cluster
+    from attn_grader.run import cluster
 
     root = _small_class(tmp_path_factory, "stalled")
     flag = os.path.join(root, "stalled-once")
@@ -360,14 +360,14 @@ def test_a_stalled_worker_is_replaced(tmp_path_factory, monkeypatch):
 
 
 def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
-    from attn_grader import sandbox
+    from attn_grader.isolation import sandbox
 
     root = _small_class(tmp_path_factory, "no_sandbox")
     # Graded just before ann, in the same batch: without the sandbox it finds the kernel started ahead
     # for ann's notebook and breaks np.exp in it (the control for b14's outcome in the sandbox).
     _fill_placeholders(_submit(root, "a_b14", os.path.join(ATTACKS, "b14_reach_the_next_kernel", A + ".ipynb")), root)
     env = {**os.environ, "PATH": "/nonexistent"}
-    code = ("import attn_grader.sandbox as s, sys; s.BWRAP = '/nonexistent/bwrap'; import attn_grader.autograde as a; "
+    code = ("import attn_grader.isolation.sandbox as s, sys; s.BWRAP = '/nonexistent/bwrap'; import attn_grader.run.autograde as a; "
             "a.sandbox.BWRAP = s.BWRAP; sys.exit(a.main(sys.argv[1:]))")
     refused = subprocess.run([sys.executable, "-c", code, "--course", root], cwd=REPO, env=env,
                              capture_output=True, text=True)

@@ -17,7 +17,7 @@ import pytest
 from others_answers import OTHERS
 
 from attn_grader import GradingError, check
-from attn_grader.core import Mistake, load_mistake
+from attn_grader.checking.core import Mistake, load_mistake
 from solutions import ASSIGNMENTS, all_answers, cells, other_answers, solution, solutions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,13 +86,13 @@ def _cast_output(x):
 
 @pytest.mark.parametrize("item", TASKS, ids=_ids)
 def test_float32_solution_passes_and_float32_mistakes_are_still_named(item, monkeypatch):
-    """The tolerance policy (attn_grader.core.tolerances): a right answer computed in float32 passes every
+    """The tolerance policy (attn_grader.checking.core.tolerances): a right answer computed in float32 passes every
     task, and no catalogued mistake hides under the float32 tolerances."""
     module, task = item
     right = load_mistake(task, Mistake("solution", "", all_answers(task.assignment)))
     check(task.assignment, task.func_name, lambda *args: right(*(_float32(a) for a in args)))
     check(task.assignment, task.func_name, lambda *args: _cast_output(right(*args)))
-    from attn_grader.core import describe_difference, to_numpy
+    from attn_grader.checking.core import describe_difference, to_numpy
 
     for seed in range(5):  # the re-check draws other inputs (from the course secret): float32 passes there too
         for args in task.cases(np.random.default_rng(seed)):
@@ -191,8 +191,8 @@ def test_answers_written_elsewhere_get_their_outcome_in_process(other):
     """tests/others_answers.py without nbgrader (test_grading.py grades them in the class run): each answer
     written elsewhere passes or fails its hidden test as expected, naming the expected mistake; the re-check
     gives the same verdict on inputs drawn from three other seeds (the course secret's draws)."""
-    from attn_grader.core import _outcome, get_task
-    from attn_grader.recheck import compare
+    from attn_grader.checking.core import _outcome, get_task
+    from attn_grader.checking.recheck import compare
 
     student, assignment, answers, expect = other
     functions = _answers_as_graded(assignment, answers)

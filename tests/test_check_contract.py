@@ -1,9 +1,9 @@
-"""attn_grader.core: what a student's feedback says, on a task defined here."""
+"""attn_grader.checking.core: what a student's feedback says, on a task defined here."""
 
 import numpy as np
 import pytest
 
-from attn_grader.core import GradingError, Mistake, Task, describe_difference, diagnose
+from attn_grader.checking.core import GradingError, Mistake, Task, describe_difference, diagnose
 from attn_ref import softmax
 
 UNSTABLE = Mistake("unstable", "exp without subtracting the max",
@@ -32,7 +32,7 @@ def test_nan_never_matches_the_reference_but_may_match_a_mistake():
 def test_a_mistake_is_named_only_when_it_reproduces_every_case(monkeypatch):
     """Issue 17: a right softmax with NaN on one row was told "use the axis argument" because the
     mistake's output matched on the failing case alone (NaN counted equal)."""
-    from attn_grader import core
+    from attn_grader.checking import core
 
     masked = np.array([[-np.inf, -np.inf]])  # a row that may attend to nothing
     nan_axis = Mistake("axis0", "softmax over the first axis",
@@ -72,7 +72,7 @@ def test_a_float32_computation_is_accepted_whatever_dtype_it_returns():
 
 @pytest.mark.parametrize("mistake", [UNSTABLE, WRONG_AXIS])
 def test_check_names_each_mistake(monkeypatch, mistake):
-    from attn_grader import core
+    from attn_grader.checking import core
 
     monkeypatch.setattr(core, "get_task", lambda a, f: TASK)
     with np.errstate(over="ignore", invalid="ignore"), pytest.raises(GradingError, match=rf"\[{mistake.name}\]"):
@@ -81,7 +81,7 @@ def test_check_names_each_mistake(monkeypatch, mistake):
 
 
 def test_check_reports_unanswered_and_exceptions(monkeypatch):
-    from attn_grader import core
+    from attn_grader.checking import core
 
     monkeypatch.setattr(core, "get_task", lambda a, f: TASK)
 
@@ -122,7 +122,7 @@ def _no_padding_raising(x):  # written elsewhere: np.zeros(-1) raises on a seque
 
 
 def _outcomes(fn):
-    from attn_grader.core import _outcome
+    from attn_grader.checking.core import _outcome
 
     return [_outcome(fn, args) for args in SHORT_CASES]
 
@@ -131,7 +131,7 @@ def test_a_mistake_is_named_where_both_ran_and_the_raising_cases_are_said(monkey
     """Issue 33 (ps09's conv2d_single without padding, raising on an image smaller than its kernel): the
     answer raises on one case where the catalogued mistake returns an empty array; it reproduces the mistake
     on every other case, so the mistake is named, and the feedback says on which case it raised."""
-    from attn_grader import core
+    from attn_grader.checking import core
 
     task = _task(NO_PADDING)
     outcomes = _outcomes(_no_padding_raising)
@@ -174,7 +174,7 @@ def test_an_exception_is_never_evidence_for_a_mistake():
 def test_a_mistake_that_raises_where_the_answer_ran_is_not_named():
     """Only the answer's exceptions are set aside: a mistake that raised where the answer gave an output did
     not reproduce that output (the answer's empty array on the short sequence)."""
-    from attn_grader import core
+    from attn_grader.checking import core
 
     task = _task(NO_PADDING_RAISING)
     wrong = core.load_mistake(task, NO_PADDING)
@@ -183,7 +183,7 @@ def test_a_mistake_that_raises_where_the_answer_ran_is_not_named():
 
 
 def test_the_recheck_names_it_too_and_says_which_cases_raised():
-    from attn_grader.recheck import compare
+    from attn_grader.checking.recheck import compare
 
     task = _task(NO_PADDING)
     results = [{"value": _no_padding_raising(*a)} for a in SHORT_CASES[:2]] + [{"error": "ValueError: negative"}]

@@ -32,12 +32,12 @@ import pytest
 from bs4 import BeautifulSoup
 from site_helpers import describe_violations, wcag_violations
 
-from attn_grader import classreport, lms
-from attn_grader.autograde import Options, grade
-from attn_grader.classreport import CHROMIUM, CHROMIUM_ARGS
-from attn_grader.core import tasks_of
-from attn_grader.demo import answers_of, with_answers
-from attn_grader.result import Result
+from attn_grader.authoring.demo import answers_of, with_answers
+from attn_grader.checking.core import tasks_of
+from attn_grader.reports import classreport, lms
+from attn_grader.reports.classreport import CHROMIUM, CHROMIUM_ARGS
+from attn_grader.reports.result import Result
+from attn_grader.run.autograde import Options, grade
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"
@@ -248,7 +248,7 @@ def test_moodle_file_has_a_user_column_and_gives_back_grades_csv(graded):
 def test_a_bad_roster_or_format_is_refused_before_grading(tmp_path):
     Path(tmp_path, lms.ROSTER_FILE).write_text("name,email\nAnn,a@x\n")
     for export, needle in (("canvas", "no 'student' column"), ("blackboard", "unknown export format")):
-        proc = subprocess.run([sys.executable, "-m", "attn_grader.autograde", "--course", str(tmp_path),
+        proc = subprocess.run([sys.executable, "-m", "attn_grader.run.autograde", "--course", str(tmp_path),
                                "--export", export], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
     assert not Path(tmp_path, "grades.csv").exists()
@@ -258,7 +258,7 @@ def test_export_again_without_grading(graded, tmp_path):
     root = graded["root"]
     before = Path(root, lms.FILES["canvas"]).read_text()
     os.remove(os.path.join(root, lms.FILES["canvas"]))
-    proc = subprocess.run([sys.executable, "-m", "attn_grader.lms", "canvas", "--course", root], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "attn_grader.reports.lms", "canvas", "--course", root], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and Path(root, lms.FILES["canvas"]).read_text() == before
 

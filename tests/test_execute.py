@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from jupyter_core.utils import run_sync
 
-from attn_grader.execute import ContainedExecute
+from attn_grader.isolation.execute import ContainedExecute
 
 pytestmark = pytest.mark.slow
 

@@ -23,10 +23,10 @@ import pytest
 from bs4 import BeautifulSoup
 from site_helpers import SITE, need_site
 
-from attn_grader import feedback_page, next_steps
-from attn_grader.bilingual import MARKER
-from attn_grader.core import tasks_of
-from attn_grader.result import Result
+from attn_grader.authoring.bilingual import MARKER
+from attn_grader.checking.core import tasks_of
+from attn_grader.reports import feedback_page, next_steps
+from attn_grader.reports.result import Result
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())

@@ -13,10 +13,12 @@ import sys
 import numpy as np
 import pytest
 
-from attn_grader import recheck, record, sandbox
-from attn_grader.result import Result
-from attn_grader.safeio import Refused, list_folder, read_regular, write_atomic
-from attn_grader.scores import final_scores
+from attn_grader.checking import recheck
+from attn_grader.checking.scores import final_scores
+from attn_grader.files.safeio import Refused, list_folder, read_regular, write_atomic
+from attn_grader.isolation import sandbox
+from attn_grader.reports import record
+from attn_grader.reports.result import Result
 
 needs_sandbox = pytest.mark.skipif(sandbox.unusable() is not None and not os.environ.get("CI"),
                                    reason="bubblewrap cannot run here (CI installs it and fails instead)")
@@ -70,7 +72,7 @@ def test_the_sandbox_sees_only_python_usr_and_its_folder(tmp_path):
 
 STAGED_RUN = """
 import json, os, subprocess, sys, tempfile
-from attn_grader import sandbox
+from attn_grader.isolation import sandbox
 assert sandbox.stage([]) is not None, "nothing staged"
 box = tempfile.mkdtemp(dir=sandbox.boxes_folder("unused"))
 r = subprocess.run(sandbox.command({"work": box}, [sys.executable, "-I", "-c", sys.argv[1]]),
@@ -151,7 +153,7 @@ def test_unusable_says_how_to_get_it(monkeypatch):
     "torch.nn.MultiheadAttention(4, 1)(q[0], k[0], v[0])[0]",
 ])
 def test_pytorch_attention_is_blocked_in_the_recheck(tmp_path, call):
-    from attn_grader.core import Task
+    from attn_grader.checking.core import Task
 
     def cases(rng):
         return [(rng.normal(size=(1, 3, 4)),)]
@@ -169,7 +171,7 @@ def test_pytorch_attention_is_blocked_in_the_recheck(tmp_path, call):
 @needs_sandbox
 def test_recheck_outputs_are_read_as_data_not_followed(tmp_path):
     """An answer that replaces its output file by a link to a grader file gets "unreadable output"."""
-    from attn_grader.core import Task
+    from attn_grader.checking.core import Task
 
     target = tmp_path / "grader_secret.npy"
     np.save(target, np.arange(3.0))
@@ -304,8 +306,8 @@ class _FakeClient:
 
 
 def test_a_submission_killed_behind_a_poison_one_is_tried_again_alone():
-    from attn_grader import cluster
-    from attn_grader.discover import Submitted
+    from attn_grader.run import cluster
+    from attn_grader.run.discover import Submitted
 
     items = [(Submitted(n, "ps", n), {}) for n in ("ann", "poison", "bob")]
     client, rows = _FakeClient(), []
@@ -326,8 +328,8 @@ def test_recheck_inputs_change_with_the_submission():
     the same answers get the same inputs (a regrade gives the same grades), changed answers new ones."""
     import numpy as np
 
-    from attn_grader.core import get_task
-    from attn_grader.recheck import cases_for
+    from attn_grader.checking.core import get_task
+    from attn_grader.checking.recheck import cases_for
 
     task = get_task("ps04_step_by_step", "normalise")
     secret = b"0" * 64

@@ -18,11 +18,11 @@ import nbformat
 import pytest
 from others_answers import OTHERS
 
-from attn_grader.autograde import Options, grade
-from attn_grader.core import NOT_ATTEMPTED, tasks_of
-from attn_grader.demo import answers_of, with_answers
-from attn_grader.discover import find_assignments
-from attn_grader.release import release
+from attn_grader.authoring.demo import answers_of, with_answers
+from attn_grader.authoring.release import release
+from attn_grader.checking.core import NOT_ATTEMPTED, tasks_of
+from attn_grader.run.autograde import Options, grade
+from attn_grader.run.discover import find_assignments
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSIGNMENTS = find_assignments(REPO)

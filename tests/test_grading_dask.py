@@ -22,10 +22,10 @@ import nbformat
 import pytest
 from dask_helpers import busy_worker, dask_cluster
 
-from attn_grader import cluster
-from attn_grader.autograde import Options, grade
-from attn_grader.core import tasks_of
-from attn_grader.demo import answers_of, with_answers
+from attn_grader.authoring.demo import answers_of, with_answers
+from attn_grader.checking.core import tasks_of
+from attn_grader.run import cluster
+from attn_grader.run.autograde import Options, grade
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"
@@ -81,7 +81,7 @@ def reference(tmp_path_factory) -> str:
 def test_a_cluster_of_dask_processes_grades_like_one_job(tmp_path, reference):
     root = _class(tmp_path / "course")
     with dask_cluster(tmp_path / "cluster", workers=2) as (address, _):
-        out = subprocess.run([sys.executable, "-m", "attn_grader.autograde", "--course", root,
+        out = subprocess.run([sys.executable, "-m", "attn_grader.run.autograde", "--course", root,
                               "--scheduler", address, "--options", json.dumps(OPTS.__dict__)],
                              cwd=REPO, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -93,7 +93,7 @@ def test_a_cluster_of_dask_processes_grades_like_one_job(tmp_path, reference):
 def test_a_worker_killed_while_it_grades_costs_nothing(tmp_path, reference):
     root = _class(tmp_path / "course")
     with dask_cluster(tmp_path / "cluster", workers=2) as (address, _):
-        proc = subprocess.Popen([sys.executable, "-m", "attn_grader.autograde", "--course", root,
+        proc = subprocess.Popen([sys.executable, "-m", "attn_grader.run.autograde", "--course", root,
                                  "--scheduler", address, "--options", json.dumps(OPTS.__dict__)],
                                 cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         killed = None
@@ -127,7 +127,7 @@ def test_a_submission_that_kills_every_worker_ends_as_a_row_that_says_why(tmp_pa
 
 def test_interrupted_then_run_again_grades_only_what_is_missing(tmp_path, reference):
     root = _class(tmp_path / "course")
-    argv = [sys.executable, "-m", "attn_grader.autograde", "--course", root, "--jobs", "1",
+    argv = [sys.executable, "-m", "attn_grader.run.autograde", "--course", root, "--jobs", "1",
             "--options", json.dumps(OPTS.__dict__)]
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in proc.stdout:

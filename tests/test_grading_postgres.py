@@ -22,9 +22,9 @@ import pytest
 from dask_helpers import dask_cluster
 from site_helpers import need
 
-from attn_grader.autograde import Options, grade
-from attn_grader.core import tasks_of
-from attn_grader.demo import answers_of, with_answers
+from attn_grader.authoring.demo import answers_of, with_answers
+from attn_grader.checking.core import tasks_of
+from attn_grader.run.autograde import Options, grade
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"

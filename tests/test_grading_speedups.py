@@ -10,8 +10,8 @@ import sys
 import pytest
 from bs4 import BeautifulSoup
 
-from attn_grader import patches
-from attn_grader.patches import NO_ALT, add_missing_alt
+from attn_grader.run import patches
+from attn_grader.run.patches import NO_ALT, add_missing_alt
 
 
 @pytest.mark.slow
@@ -43,7 +43,7 @@ def test_gradebooks_of_one_database_share_an_engine_and_still_work(tmp_path):
 
 @pytest.mark.slow
 def test_rfc3987_grammar_is_not_built_by_the_grader():
-    code = "import sys, attn_grader.autograde; print('rfc3987_syntax' in sys.modules and " \
+    code = "import sys, attn_grader.run.autograde; print('rfc3987_syntax' in sys.modules and " \
            "sys.modules['rfc3987_syntax'] is not None)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
@@ -95,8 +95,8 @@ def test_missing_alt_added_like_nbconvert():
 
 
 def test_batches_hold_one_assignment_each_and_every_submission_once():
-    from attn_grader.cluster import BATCH_CAP, batches
-    from attn_grader.discover import Submitted
+    from attn_grader.run.cluster import BATCH_CAP, batches
+    from attn_grader.run.discover import Submitted
 
     assignments = ["ps04_step_by_step", "ps12_efficient", "ps05_matrix_form"]
     for per in (1, 3, 7, 40):
@@ -118,7 +118,7 @@ def test_batches_hold_one_assignment_each_and_every_submission_once():
 
 def test_recheck_wall_limit_kills_and_a_quick_child_is_collected(tmp_path):
     """The re-check waits on a pidfd: a child past its wall limit is killed, a finished one collected."""
-    from attn_grader import recheck
+    from attn_grader.checking import recheck
 
     slow = recheck.run([], {}, "import time\ntime.sleep(60)", {}, str(tmp_path), wall_seconds=1)
     assert slow["status"] == "re-check took longer than 1 s"

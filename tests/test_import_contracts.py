@@ -33,16 +33,16 @@ def test_the_contracts_hold(copy):
 
 
 @pytest.mark.parametrize("module, line", [
-    ("attn_ref/softmax.py", "import attn_grader.core"),
+    ("attn_ref/softmax.py", "import attn_grader.checking.core"),
     ("attn_ref/attention.py", "from bench import __main__"),
     ("attn_ref/attention.py", "import torch"),
     ("attn_ref/scores.py", "from matplotlib import pyplot"),
     ("attn_ref/softmax.py", "from attn_book import timing"),
-    ("attn_grader/scores.py", "import attn_book"),
-    ("attn_grader/recheck.py", "import bench"),
+    ("attn_grader/checking/scores.py", "import attn_book"),
+    ("attn_grader/checking/recheck.py", "import bench"),
     ("attn_book/__init__.py", "import attn_grader"),
     ("attn_grader/selfcheck.py", "import nbgrader"),
-    ("attn_grader/core.py", "from matplotlib import pyplot"),  # the self-check imports core
+    ("attn_grader/checking/core.py", "from matplotlib import pyplot"),  # the self-check imports core
 ])
 def test_a_forbidden_import_breaks_them(copy, module, line):
     with open(copy / module, "a") as f:

@@ -18,9 +18,11 @@ import nbformat
 import numpy as np
 import pytest
 
-from attn_grader import GradingError, classreport, core, recheck, selfcheck
-from attn_grader.core import NOT_ATTEMPTED, Mistake, load_mistake, tasks_of
-from attn_grader.result import Result
+from attn_grader import GradingError, selfcheck
+from attn_grader.checking import core, recheck
+from attn_grader.checking.core import NOT_ATTEMPTED, Mistake, load_mistake, tasks_of
+from attn_grader.reports import classreport
+from attn_grader.reports.result import Result
 from solutions import ASSIGNMENTS, all_answers, cells, other_answers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,7 +143,7 @@ def test_it_imports_with_numpy_and_the_reference_alone():
         for name in {heavy!r}:
             sys.modules[name] = None
         from attn_grader.selfcheck import check
-        from attn_grader.core import tasks_of
+        from attn_grader.checking.core import tasks_of
         ns = {{}}
         exec({(tasks_of("ps05_matrix_form")[0].setup + chr(10) + all_answers("ps05_matrix_form"))!r}, ns)
         for task in tasks_of("ps05_matrix_form"):
@@ -247,7 +249,7 @@ def _outputs(cell, kind: str) -> str:
 
 
 def _release_with(assignment: str, answers: dict[str, str]):
-    from attn_grader.demo import answers_of, with_answers
+    from attn_grader.authoring.demo import answers_of, with_answers
 
     src = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     release = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)

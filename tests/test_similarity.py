@@ -1,4 +1,4 @@
-"""Who copied from whom (attn_grader/similarity.py): copies are found, independent answers are not.
+"""Who copied from whom (attn_grader/reports/similarity.py): copies are found, independent answers are not.
 
 Fast: copydetect on answer cells, no grading.  The rates over every assignment's independently written
 answers are tests/similarity_cases.py's (README, "Who copied from whom"); the class report's section is
@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from similarity_cases import VARIANTS, independent, measure, release, renamed
 
-from attn_grader import classreport, similarity
-from attn_grader.demo import answers_of, disguise
-from attn_grader.result import Result
+from attn_grader.authoring.demo import answers_of, disguise
+from attn_grader.reports import classreport, similarity
+from attn_grader.reports.result import Result
 
 A = "ps04_step_by_step"
 

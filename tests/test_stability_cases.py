@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 import pytest
 
-from attn_grader.core import Mistake, load_mistake, to_numpy
+from attn_grader.checking.core import Mistake, load_mistake, to_numpy
 from solutions import ASSIGNMENTS, other_answers, solution
 
 MODULES = {a: importlib.import_module(f"attn_grader.catalogue.{a}") for a in ASSIGNMENTS}
@@ -215,7 +215,7 @@ def test_rows_all_far_below_zero_are_graded_beside_masked_entries(key):
 @pytest.mark.parametrize("key", sorted(BESIDE_MASKED))
 def test_a_softmax_of_scores_times_mask_is_named(key):
     """The catalogue names it, on the hidden cases (tests/test_catalogues.py) and on every re-check draw."""
-    from attn_grader.core import _outcome, diagnose
+    from attn_grader.checking.core import _outcome, diagnose
 
     module, task = TASKS[key]
     if key == "ps03_relevance.softmax":  # no mask argument: -inf entries are its mask, nothing multiplies

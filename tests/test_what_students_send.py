@@ -19,7 +19,8 @@ import time
 import numpy as np
 import pytest
 
-from attn_grader import recheck, sandbox
+from attn_grader.checking import recheck
+from attn_grader.isolation import sandbox
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"
@@ -70,7 +71,7 @@ def test_a_large_notebook_is_read_with_its_outputs_dropped(tmp_path):
     assert os.path.getsize(path) > 200 * MB
     out, extra = peak_of(textwrap.dedent(f"""
         import json, time
-        from attn_grader.discover import read_notebook
+        from attn_grader.run.discover import read_notebook
         t = time.monotonic()
         data = read_notebook({path!r}, 1 << 30)
         nb = json.loads(data)
@@ -86,8 +87,8 @@ def test_a_large_notebook_is_read_with_its_outputs_dropped(tmp_path):
 
 
 def test_the_notebook_cap_says_how_to_raise_it(tmp_path):
-    from attn_grader.discover import read_notebook
-    from attn_grader.safeio import Refused
+    from attn_grader.files.safeio import Refused
+    from attn_grader.run.discover import read_notebook
 
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(json.load(open(HONEST))))
@@ -117,7 +118,7 @@ def test_one_array_named_many_times_is_read_within_the_budget(tmp_path):
     budget = 128 * MB
     text, extra = peak_of(textwrap.dedent(f"""
         import json
-        from attn_grader import recheck
+        from attn_grader.checking import recheck
         index = recheck._read_index({str(tmp_path)!r})
         outputs = recheck._read_outputs({str(tmp_path)!r}, index, budget={budget})
         read = sum(1 for e in outputs.values() for r in e["results"] if "value" in r)
@@ -136,7 +137,7 @@ def test_a_huge_kernel_message_is_refused_before_it_is_decoded(tmp_path):
     text, extra = peak_of(textwrap.dedent(f"""
         import json
         from jupyter_client import KernelManager
-        from attn_grader.execute import MAX_MESSAGE, _capped_messages
+        from attn_grader.isolation.execute import MAX_MESSAGE, _capped_messages
         km = KernelManager(kernel_name="python3", transport="ipc", connection_file={str(tmp_path / "k.json")!r})
         _capped_messages(km, MAX_MESSAGE)
         km.start_kernel(extra_arguments=["--HistoryManager.hist_file=:memory:"])
@@ -229,7 +230,7 @@ def test_a_200_mb_honest_notebook_gets_full_marks(tmp_path):
     sub.mkdir(parents=True)
     big_honest_notebook(str(sub / (A + ".ipynb")), 200 * MB)
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.autograde", "--course", str(root), "--quiet"],
+    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.run.autograde", "--course", str(root), "--quiet"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = 0
     while proc.poll() is None:
@@ -253,7 +254,7 @@ def _baseline_grader_peak(tmp_path) -> int:
 
     shutil.copytree(os.path.join(REPO, "solutions", A), root / "solutions" / A)
     (root / "submitted").mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", "import attn_grader.grading, attn_grader.batch, "
+    proc = subprocess.Popen([sys.executable, "-c", "import attn_grader.run.grading, attn_grader.run.batch, "
                              "nbgrader.converters, distributed; import time; time.sleep(1)"], cwd=REPO)
     peak = 0
     while proc.poll() is None:
@@ -270,7 +271,7 @@ def test_outputs_are_rebuilt_inert_and_without_hidden_test_lines():
 
     import nbformat
 
-    from attn_grader.sanitize import HIDDEN_LINE, clear_hidden_tests, hidden_lines, strip_active_outputs
+    from attn_grader.isolation.sanitize import HIDDEN_LINE, clear_hidden_tests, hidden_lines, strip_active_outputs
 
     test_cell = nbformat.v4.new_code_cell("assert f(1) == 1\n### BEGIN HIDDEN TESTS\ncheck(\"psXX\", \"f\", f)\n"
                                           "### END HIDDEN TESTS")
@@ -304,9 +305,9 @@ def test_a_malformed_field_costs_its_submission_and_repeated_flags_are_counted()
 
     import nbformat
 
-    from attn_grader.discover import Submitted
-    from attn_grader.result import MAX_CHARS, MAX_LINES, bounded
-    from attn_grader.sanitize import sanitize
+    from attn_grader.isolation.sanitize import sanitize
+    from attn_grader.reports.result import MAX_CHARS, MAX_LINES, bounded
+    from attn_grader.run.discover import Submitted
 
     release = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "x", metadata={"nbgrader": {"grade_id": "f_answer", "solution": True}})])

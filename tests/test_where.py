@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from attn_grader import sandbox
+from attn_grader.isolation import sandbox
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"
@@ -65,7 +65,7 @@ def _venv(path: str, project: str, editable: bool) -> str:
 def _grade_demo(layout: str, python: str, cwd: str, env: dict, *course) -> str:
     """``make grade-demo`` as ``cwd``'s Makefile runs it, with ``python``; returns the demo's grades.csv."""
     start = time.perf_counter()
-    r = subprocess.run([python, "-m", "attn_grader.demo", "--jobs", "1", *course], cwd=cwd, env=env,
+    r = subprocess.run([python, "-m", "attn_grader.authoring.demo", "--jobs", "1", *course], cwd=cwd, env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     root = course[1] if course else os.path.join(cwd, "_build", "grade-demo")
@@ -115,7 +115,7 @@ def test_the_layouts_import_the_packages_from_where_they_say(layouts):
 
 HIDDEN = r"""
 import subprocess, sys, tempfile
-from attn_grader import sandbox
+from attn_grader.isolation import sandbox
 mounts, hidden = sandbox.import_mounts(("attn_ref", "attn_grader"), with_modules=False)
 for hide in (hidden, []):
     with tempfile.TemporaryDirectory() as box:

@@ -24,7 +24,7 @@ from site_helpers import ROOT, SITE, chromium, need, need_site, offline_page, to
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import po_check  # noqa: E402
 
-from attn_grader import bilingual  # noqa: E402
+from attn_grader.authoring import bilingual  # noqa: E402
 
 LOCALES = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 CATALOGUES = sorted(LOCALES.rglob("*.po"))
@@ -77,7 +77,7 @@ def test_the_catalogues_hold_the_current_english(tmp_path):
 
 
 def test_exercise_text_cells_are_english_then_their_translation(tmp_path):
-    """`attn_grader.bilingual apply` on the committed sources changes nothing and misses nothing."""
+    """`attn_grader.authoring.bilingual apply` on the committed sources changes nothing and misses nothing."""
     shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
     shutil.copytree(ROOT / "locales", tmp_path / "locales")
     before = {p: p.read_bytes() for p in (tmp_path / "solutions").rglob("*.ipynb")}

@@ -15,7 +15,7 @@ from attn_ref.embedding import one_hot as _one_hot
 from attn_ref.graph import adjacency_from_edges as _adjacency
 from attn_ref.speech import frame_signal as _frame_signal
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from ._shared import edited
 
 ASSIGNMENT = "ps01_vector_sets"

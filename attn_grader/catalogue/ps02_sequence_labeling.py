@@ -15,7 +15,7 @@ from attn_ref.seqlabel import fcn_tag_logits as _fcn
 from attn_ref.seqlabel import window_features as _window
 from attn_ref.seqlabel import windowed_logits as _windowed
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 
 ASSIGNMENT = "ps02_sequence_labeling"
 SETUP = "import numpy as np"

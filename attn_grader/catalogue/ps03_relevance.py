@@ -16,7 +16,7 @@ from attn_ref.attention import scaled_dot_product_attention
 from attn_ref.scores import additive_score, dot_product_score
 from attn_ref.softmax import softmax
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from . import _stability
 
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and

@@ -14,7 +14,7 @@ import numpy as np
 from attn_ref.attention import attend_one
 from attn_ref.softmax import softmax
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from . import _stability
 from ._shared import qkv_weights
 

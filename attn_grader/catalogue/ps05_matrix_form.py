@@ -14,7 +14,7 @@ import numpy as np
 from attn_ref.attention import self_attention, self_attention_columns
 from attn_ref.softmax import softmax
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from . import _stability
 from ._shared import edited, qkv_weights
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from attn_ref.multihead import merge_heads, multi_head_attention, split_heads
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from . import _stability
 
 ASSIGNMENT = "ps06_multi_head"

@@ -14,7 +14,7 @@ import numpy as np
 
 from attn_ref.positional import shift_matrix, sinusoidal_positional_encoding
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 
 ASSIGNMENT = "ps07_positional"
 #: The notebook's setup cell.

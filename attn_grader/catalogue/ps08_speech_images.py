@@ -16,7 +16,7 @@ from attn_ref.images import image_to_vectors as _image_to_vectors
 from attn_ref.images import patchify as _patchify
 from attn_ref.truncated import truncated_attention as _truncated
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from . import _stability
 
 ASSIGNMENT = "ps08_speech_images"

@@ -20,7 +20,7 @@ from attn_ref.conv import (
     relative_scores,
 )
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from ._shared import edited
 
 ASSIGNMENT = "ps09_cnn"

@@ -18,7 +18,7 @@ from attn_ref.recurrent import PATH_KINDS
 from attn_ref.recurrent import path_length as _path_length
 from attn_ref.recurrent import rnn_forward as _rnn_forward
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from . import _stability
 from ._shared import qkv_weights
 

@@ -18,7 +18,7 @@ from attn_ref.graph import adjacency_mask as _adjacency_mask
 from attn_ref.graph import gat_layer
 from attn_ref.softmax import softmax
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from . import _stability
 
 ASSIGNMENT = "ps11_graphs"

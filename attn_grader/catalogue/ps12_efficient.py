@@ -15,7 +15,7 @@ import numpy as np
 from attn_ref.efficient import blocked_attention
 from attn_ref.softmax import softmax
 
-from ..core import Mistake, Task
+from ..checking.core import Mistake, Task
 from . import _stability
 from ._shared import edited
 

@@ -15,8 +15,8 @@ import shutil
 
 import nbformat
 
-from attn_grader.core import get_task
-from attn_grader.demo import answers_of, with_answers
+from attn_grader.authoring.demo import answers_of, with_answers
+from attn_grader.checking.core import get_task
 from what_students_send import what_students_send
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -218,7 +218,7 @@ def lookup_table() -> str:
     kernel) and returns the reference outputs from a table: right on every input the notebook checks."""
     import numpy as np
 
-    from attn_grader.core import get_task
+    from attn_grader.checking.core import get_task
 
     task = get_task(A, "output_for_query")
     ns: dict = {}

@@ -160,7 +160,7 @@ def compare(answers: dict[str, dict[str, str]], starters: dict[str, str], thresh
 
 def starters_of(release) -> dict[str, str]:
     """{grade id: starter code} of a release notebook's answer cells (what every student was handed)."""
-    from .sanitize import _is_answer, _nbg, _source
+    from ..isolation.sanitize import _is_answer, _nbg, _source
 
     return {str(_nbg(c)["grade_id"]): _source(c) for c in release.cells if _is_answer(c)}
 
@@ -168,7 +168,7 @@ def starters_of(release) -> dict[str, str]:
 # --- kept for the class report ---------------------------------------------------------------------
 
 def store(root: str) -> str:
-    from .secret import state_dir
+    from ..files.secret import state_dir
 
     return os.path.join(state_dir(root), STORE)
 
@@ -186,7 +186,7 @@ def load(root: str) -> dict[str, dict]:
 
 def save(root: str, found: dict[str, dict]) -> None:
     """Replace the stored pairs of the assignments in ``found`` (the others stay as they were)."""
-    from .safeio import write_atomic
+    from ..files.safeio import write_atomic
 
     data = {a: {**v, "pairs": [asdict(p) for p in v["pairs"]]} for a, v in load(root).items()}
     data.update({a: {**v, "pairs": [asdict(p) for p in v["pairs"]]} for a, v in found.items()})

@@ -34,9 +34,9 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
+from ..files.safeio import read_regular
 from . import sandbox
 from .kernel import AUDIT_FILE
-from .safeio import read_regular
 
 MAX_MESSAGE = 8 << 20  # bytes of one message (one frame) from a kernel, refused by zmq before it is decoded
 QUEUED_MESSAGES = 64  # messages zmq holds for the grader at most (per socket): with MAX_MESSAGE, 512 MB

@@ -1,7 +1,7 @@
 """The exercise notebooks in two languages: each text cell in English, then in Chinese, from one source.
 
-    python -m attn_grader.bilingual extract   # locales/zh_CN/LC_MESSAGES/exercises/<ps>.po from the English
-    python -m attn_grader.bilingual apply     # solutions/*.ipynb text cells: English + the translation
+    python -m attn_grader.authoring.bilingual extract   # locales/zh_CN/LC_MESSAGES/exercises/<ps>.po from the English
+    python -m attn_grader.authoring.bilingual apply     # solutions/*.ipynb text cells: English + the translation
 
 The English part of every markdown cell of ``solutions/<ps>/<ps>.ipynb`` is a message of
 ``exercises/<ps>.po`` (gettext, as the book's catalogues); ``apply`` writes its translation under it,
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PO_DIR = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "exercises"
 MARKER = "\n\n---\n<!-- 中文 -->\n\n"
 
@@ -107,7 +107,7 @@ def main(argv: list[str]) -> int:
         missing = apply()
         print(f"{len(missing)} text(s) without a translation" if missing else "every text cell is bilingual")
         return 1 if missing else 0
-    raise SystemExit("usage: python -m attn_grader.bilingual extract|apply")
+    raise SystemExit("usage: python -m attn_grader.authoring.bilingual extract|apply")
 
 
 if __name__ == "__main__":

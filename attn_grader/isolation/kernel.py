@@ -1,6 +1,6 @@
-"""A grading kernel, started inside the sandbox (:mod:`attn_grader.sandbox`) by the kernelspec's launcher.
+"""A grading kernel, started inside the sandbox (:mod:`attn_grader.isolation.sandbox`) by the kernelspec's launcher.
 
-    python -I -m attn_grader.kernel -f CONNECTION_FILE
+    python -I -m attn_grader.isolation.kernel -f CONNECTION_FILE
 
 The sandbox is the boundary.  This adds a second layer that only *watches*: an audit hook appends to
 ``.attn-audit`` in the working folder every attempt to open a path outside what the sandbox offers,

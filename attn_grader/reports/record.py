@@ -1,6 +1,6 @@
 """The last step of grading, in one process (the one writer): the gradebook, grades.csv, the report, feedback.
 
-Every file is written atomically (:func:`attn_grader.safeio.write_atomic`): a crash leaves the old
+Every file is written atomically (:func:`attn_grader.files.safeio.write_atomic`): a crash leaves the old
 version or the new one.  Every string that came from a student (folder names, exception messages,
 file names) is escaped where it lands: HTML in the feedback's notes, Markdown and HTML in
 ``grading_report.md``, and a CSV cell a spreadsheet would evaluate (``=``, ``+``, ``-``, ``@``, tab,
@@ -20,8 +20,8 @@ import warnings
 
 import nbformat
 
+from ..files.safeio import Refused, read_regular, write_atomic
 from .result import Result
-from .safeio import Refused, read_regular, write_atomic
 
 RESULTS_FILE = "grading_results.json"
 CSV_FILE = "grades.csv"

@@ -151,7 +151,7 @@ def _installed_in(folder: str) -> bool:
 
 def mount_tmpfs(path: str, size: int, uid: int | None = None) -> bool:
     """A size-limited tmpfs on ``path``, only in the grader's own mount namespace (as root; see
-    attn_grader.autograde); False elsewhere: the folder stays a plain folder."""
+    attn_grader.run.autograde); False elsewhere: the folder stays a plain folder."""
     if os.geteuid() != 0 or os.environ.get(MOUNTS_ENV) != "1":
         return False
     opts = f"size={int(size)},mode=0700" + (f",uid={uid},gid={uid}" if uid is not None else "")
@@ -437,7 +437,7 @@ def main(argv: list[str]) -> None:
     elif mode == "kernel":
         connection_file = argv[argv.index("-f") + 1]
         spec["work"] = os.path.dirname(os.path.abspath(connection_file))
-        enter(spec, [sys.executable, "-I", "-B", "-m", "attn_grader.kernel", "-f", connection_file])
+        enter(spec, [sys.executable, "-I", "-B", "-m", "attn_grader.isolation.kernel", "-f", connection_file])
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -168,7 +168,7 @@ def rebuild(student, release) -> Sanitized:
 
 
 def sanitize(sub, release_notebooks: dict[str, nbformat.NotebookNode]) -> Sanitized:
-    """Sanitise a submission read by :func:`attn_grader.discover.find_submissions` against its release.
+    """Sanitise a submission read by :func:`attn_grader.run.discover.find_submissions` against its release.
 
     release_notebooks: notebook file name -> release notebook (one per assignment in this course).
     Nothing of the file's content is quoted into a reason: a notebook that does not parse is

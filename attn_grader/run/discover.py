@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .safeio import Refused, list_folder, open_regular
+from ..files.safeio import Refused, list_folder, open_regular
 
 IGNORED_STUDENTS = {".ipynb_checkpoints", "__pycache__"}
 NOTEBOOK_CAP = 1 << 30  # bytes of one submitted notebook (``--max-notebook-mb``)

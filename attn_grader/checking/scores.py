@@ -17,7 +17,7 @@ def final_scores(tasks: list[str], maxes: dict[str, float], nb_scores: dict[str,
     """Combine, per graded cell, nbgrader's score with the re-check's verdict.
 
     ``verdicts`` maps a graded cell's id to an object with ``passed`` and ``reason`` (a
-    :class:`attn_grader.recheck.Recheck`), or lacks it when the cell has no catalogued task (then
+    :class:`attn_grader.checking.recheck.Recheck`), or lacks it when the cell has no catalogued task (then
     nbgrader's score stands).  A cell scores its points only when both pass; the re-check failing
     gives 0 (a passed notebook test beside a failed re-check is flagged: the notebook's test was
     fooled or the answer depends on the test's inputs); the notebook's test failing keeps

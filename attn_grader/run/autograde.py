@@ -1,6 +1,6 @@
 """``make grade``: autograde every submission in a sandbox, re-check it, and record the grades.
 
-    python -m attn_grader.autograde [--jobs N | --scheduler tcp://host:8786] [--assignment PS]
+    python -m attn_grader.run.autograde [--jobs N | --scheduler tcp://host:8786] [--assignment PS]
                                     [--course DIR] [--db-url URL] [--no-sandbox]
                                     [--similarity SCORE] [--similarity-min N]
 
@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import sys
 
-from . import sandbox  # the standard library only
+from ..isolation import sandbox  # the standard library only
 
 if __name__ == "__main__":  # as root: re-executed in a mount namespace of its own, before the slow imports
-    sandbox.private_mounts("attn_grader.autograde", sys.argv[1:])
+    sandbox.private_mounts("attn_grader.run.autograde", sys.argv[1:])
 
 from . import patches  # noqa: F401 - first of the rest: it changes how nbformat imports
 
@@ -51,10 +51,11 @@ import subprocess
 import tempfile
 from dataclasses import asdict
 
-from . import cluster, lms
+from ..reports import lms
+from ..reports.result import Result
+from . import cluster
 from .course import REPO, Options
 from .grading import JOURNAL, run
-from .result import Result
 
 __all__ = ["Options", "grade", "main", "run"]
 
@@ -67,7 +68,7 @@ def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options
     opts = opts or Options()
     with tempfile.TemporaryDirectory() as tmp:
         out = results_out or os.path.join(tmp, "results.json")
-        argv = [sys.executable, "-m", "attn_grader.autograde", "--course", root, "--jobs", str(jobs),
+        argv = [sys.executable, "-m", "attn_grader.run.autograde", "--course", root, "--jobs", str(jobs),
                 "--results", out, "--options", json.dumps(asdict(opts))]
         argv += [x for a in (only or []) for x in ("--assignment", a)]
         argv += ["--db-url", db_url] if db_url else []
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         if why:
             print(f"make grade: refusing to grade without a sandbox: {why}.\n"
                   "To grade anyway, unprotected (every row will say so): make grade ARGS=--no-sandbox "
-                  "or python -m attn_grader.autograde --no-sandbox", file=sys.stderr)
+                  "or python -m attn_grader.run.autograde --no-sandbox", file=sys.stderr)
             return 2
     signal.signal(signal.SIGINT, cluster.on_sigint)
     try:

@@ -1,6 +1,6 @@
 """The re-check harness: runs a student's answers on the re-check's inputs, inside the sandbox.
 
-    python -I /grader/harness.py WORK       # in the sandbox (see attn_grader.recheck)
+    python -I /grader/harness.py WORK       # in the sandbox (see attn_grader.checking.recheck)
 
 This file is bound read-only *alone* into the sandbox: neither ``attn_ref`` nor ``attn_grader`` nor
 ``torch_geometric`` is on its file system, so no answer can call the reference, and the inputs in

@@ -9,7 +9,7 @@ answer cell*: the same text serves three uses, so it cannot drift:
    output equals the mistake's, names the mistake in the feedback;
 2. proof: the test suite puts it into the answer cell of a submission and grades it
    with the real nbgrader, expecting less than full marks and the mistake's name;
-3. the isolated re-check (:mod:`attn_grader.recheck`) reuses ``cases`` and ``reference``.
+3. the isolated re-check (:mod:`attn_grader.checking.recheck`) reuses ``cases`` and ``reference``.
 
 A hidden test cell in a notebook is one line::
 

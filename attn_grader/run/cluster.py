@@ -88,12 +88,13 @@ def _fault(batch) -> None:
 
 
 def dask_setup(worker=None) -> None:
-    """Run by each worker as it starts (Dask's preload hook; ``dask worker --preload attn_grader.cluster``):
+    """Run by each worker as it starts (Dask's preload hook; ``dask worker --preload attn_grader.run.cluster``):
     what every batch needs is imported and set up then, while the grading process prepares the
     assignments, not on a worker's first batch (half a second)."""
     from nbgrader.converters import Autograde, GenerateFeedback  # noqa: F401
 
-    from . import batch, execute  # noqa: F401
+    from ..isolation import execute  # noqa: F401
+    from . import batch  # noqa: F401
     from .patches import nbgrader_setup
 
     nbgrader_setup()
@@ -102,8 +103,8 @@ def dask_setup(worker=None) -> None:
 def grade_batch(course, batch: list, opts, topic: str | None = None) -> list:
     """Grade one batch on this worker, in a scratch folder of its own; return its Results.
     ``topic``: where to log "ran" events (a notebook has run) for the progress lines."""
+    from ..isolation import sandbox
     from . import batch as grading_batch
-    from . import sandbox
     from .patches import nbgrader_setup
 
     _fault(batch)
@@ -169,7 +170,7 @@ class Engine:
         cluster = self._stack.enter_context(LocalCluster(
             n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
             memory_limit=0, silence_logs=logging.ERROR,
-            preload=["attn_grader.cluster"]))  # dask_setup: nbgrader and the grader imported as a worker starts
+            preload=["attn_grader.run.cluster"]))  # dask_setup: nbgrader and the grader imported as a worker starts
         client = Client(cluster, set_as_default=False)
         self._stack.callback(client.close)
         return client

@@ -1,6 +1,6 @@
 """Every change the grader makes to third-party code, in one place, each with the issue it works around.
 
-Import this module before nbformat/nbgrader (``attn_grader.autograde`` does, first).
+Import this module before nbformat/nbgrader (``attn_grader.run.autograde`` does, first).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _zmq_gc_never_blocks() -> None:
     the garbage collector later deletes their zmq context, ``Context.__del__`` -> ``term()`` waits
     for those messages for ever (jupyter/jupyter_client#482, zeromq/pyzmq#1003): a whole grading
     worker stalled at a random line.  Collected contexts are destroyed with ``linger=0`` instead
-    (ContainedExecute also destroys each kernel's context itself, see attn_grader.execute)."""
+    (ContainedExecute also destroys each kernel's context itself, see attn_grader.isolation.execute)."""
     import zmq
 
     if getattr(zmq.Context.__del__, "attn_grader", False):
@@ -113,7 +113,7 @@ def alembic_head() -> str:
 #    page that pass costs more than rendering it (about half of GenerateFeedback's time, cProfile on a
 #    20-submission class). nbgrader's feedback template extends the *classic* template, which has none
 #    of the JupyterLab cell wrappers, so only the ``alt`` text applies: added with one regular
-#    expression (the base of attn_grader.feedback_page.FeedbackHTML, the exporter GenerateFeedback uses).
+#    expression (the base of attn_grader.reports.feedback_page.FeedbackHTML, the exporter GenerateFeedback uses).
 import re  # noqa: E402
 
 from nbconvert.exporters import HTMLExporter, TemplateExporter  # noqa: E402

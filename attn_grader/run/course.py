@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import nbformat
 
-from .sanitize import hidden_lines
-from .similarity import MIN_SHARED, THRESHOLD
+from ..isolation.sanitize import hidden_lines
+from ..reports.similarity import MIN_SHARED, THRESHOLD
 
 warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader re-adding a submission
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = [os.path.join(REPO, p) for p in ("attn_ref", "attn_grader")]  # the grader's own (its code digest)
 
 
@@ -36,8 +36,8 @@ def kernel_mounts(root: str, with_packages: bool = True) -> tuple[tuple[str, ...
     course at ``root`` but those packages, folders to hide).  ``with_packages`` False: the dependencies
     alone, our packages hidden where they lie in what is mounted anyway (a re-check, where the reference
     must not be importable)."""
-    from . import sandbox
-    from .kernel import PACKAGES as KERNEL_PACKAGES
+    from ..isolation import sandbox
+    from ..isolation.kernel import PACKAGES as KERNEL_PACKAGES
 
     mounts, hidden = sandbox.import_mounts(KERNEL_PACKAGES, avoid=[root], with_modules=with_packages)
     return tuple(mounts), tuple(hidden)
@@ -91,7 +91,7 @@ def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: 
     c.GenerateAssignment.force = True
     c.GenerateAssignment.create_assignment = True
     c.GenerateFeedback.force = True
-    c.GenerateFeedback.exporter_class = "attn_grader.feedback_page.FeedbackHTML"
+    c.GenerateFeedback.exporter_class = "attn_grader.reports.feedback_page.FeedbackHTML"
     if opts is not None:
         from nbconvert.preprocessors import ClearMetadataPreprocessor
         from nbgrader.preprocessors import (
@@ -102,7 +102,7 @@ def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: 
             SaveAutoGrades,
         )
 
-        from .execute import ContainedExecute
+        from ..isolation.execute import ContainedExecute
 
         c.Autograde.autograde_preprocessors = [ContainedExecute, IgnorePattern, ClearMetadataPreprocessor,
                                                LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

@@ -22,7 +22,7 @@ folder names under ``submitted/``; a ``roster.csv`` in the course (columns ``stu
 ``idnumber``) maps them to the LMS's identifiers.  Without it, the folder name is the SIS login
 (Canvas) and the username (Moodle).  Text cells are protected against spreadsheet formulas.
 
-    python -m attn_grader.lms canvas|moodle [--course DIR]   # from grading_results.json, no grading
+    python -m attn_grader.reports.lms canvas|moodle [--course DIR]   # from grading_results.json, no grading
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import csv
 import io
 import os
 
+from ..files.safeio import Refused, read_regular, write_atomic
 from .record import csv_cell, load_results, points
 from .result import Result
-from .safeio import Refused, read_regular, write_atomic
 
 FORMATS = ("canvas", "moodle")
 FILES = {"canvas": "grades_canvas.csv", "moodle": "grades_moodle.csv"}

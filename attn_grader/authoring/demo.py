@@ -1,6 +1,6 @@
 """``make grade-demo``: build a small demo class and grade it with the real grading path.
 
-    python -m attn_grader.demo [--jobs N] [--course DIR] [--assignment PS]
+    python -m attn_grader.authoring.demo [--jobs N] [--course DIR] [--assignment PS]
 
 Eight students hand in the assignment (default ps04_step_by_step, the worked example):
 ``correct`` (the solution's answers) and ``correct_too`` (``correct``'s answers copied, the variables
@@ -27,8 +27,8 @@ import tokenize
 
 import nbformat
 
-from .autograde import grade
-from .core import tasks_of
+from ..checking.core import tasks_of
+from ..run.autograde import grade
 
 
 def answers_of(notebook) -> dict[str, str]:

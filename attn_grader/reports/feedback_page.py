@@ -4,11 +4,11 @@ nbgrader's feedback template (nbconvert's *classic* one) loads MathJax 2 from a 
 behind a firewall or where that CDN is blocked every formula of the task text showed as TeX source
 (``$q^1$``); axe-core also found unreadable colours, no page language, links told apart by colour alone
 and output areas that scroll but cannot be reached by keyboard.  :class:`FeedbackHTML` (the exporter
-``GenerateFeedback`` uses, set in :func:`attn_grader.course.nbgrader_config` and ``nbgrader_config.py``):
+``GenerateFeedback`` uses, set in :func:`attn_grader.run.course.nbgrader_config` and ``nbgrader_config.py``):
 
 * writes every formula of a text cell as MathML when the page is written (``latex2mathml``; browsers
   render MathML themselves, and screen readers read it): no script, no font, no request;
-* marks the Chinese half of a bilingual text cell (after :data:`attn_grader.bilingual.MARKER`) as
+* marks the Chinese half of a bilingual text cell (after :data:`attn_grader.authoring.bilingual.MARKER`) as
   ``lang="zh-CN"`` and the page as English;
 * drops the MathJax loader and adds :data:`CSS`, which gives the template's faint colours (links,
   syntax highlighting, prompts) a contrast of at least 4.5:1 on their background, underlines links,
@@ -26,8 +26,8 @@ import re
 from jinja2 import pass_context
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
-from . import patches
-from .bilingual import MARKER
+from ..authoring.bilingual import MARKER
+from ..run import patches
 
 # A MathML element that could act (a link, a script, an event handler) is not written: the formula is
 # shown as its source instead.  latex2mathml builds its output with ElementTree, which escapes text.

@@ -1,6 +1,6 @@
 """``make release``: regenerate exercises/ from solutions/ for every assignment, in one nbgrader process.
 
-    python -m attn_grader.release [--course DIR] [--db PATH]
+    python -m attn_grader.authoring.release [--course DIR] [--db PATH]
 
 Uses nbgrader's GenerateAssignment with the course's settings (nbgrader_config.py) and a scratch
 gradebook, so the course's gradebook.db is not touched.
@@ -13,9 +13,9 @@ import os
 import shutil
 import tempfile
 
-from .course import converter, quiet_logs
-from .discover import find_assignments
-from .patches import nbgrader_setup
+from ..run.course import converter, quiet_logs
+from ..run.discover import find_assignments
+from ..run.patches import nbgrader_setup
 
 
 def release(root: str, assignments: list[str] | None = None, out: str | None = None) -> list[str]:

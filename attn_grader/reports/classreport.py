@@ -19,8 +19,8 @@ they were.  Per assignment:
 The page is self-contained and works offline: inline CSS, images as ``data:`` URIs, no script.
 Every string that came from a student (a folder name, an exception message) is escaped.
 
-    python -m attn_grader.classreport [--course DIR]   # the report again from grading_results.json
-    python -m attn_grader.classreport --course _build/grade-demo --screenshot book/_static/class_report.png
+    python -m attn_grader.reports.classreport [--course DIR]   # the report again from grading_results.json
+    python -m attn_grader.reports.classreport --course _build/grade-demo --screenshot book/_static/class_report.png
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ import shutil
 import time
 from collections import Counter
 
-from .core import NOT_ATTEMPTED
+from ..checking.core import NOT_ATTEMPTED
+from ..files.safeio import write_atomic
 from .record import points
 from .result import Result
-from .safeio import write_atomic
 
 REPORT_FILE = "class_report.html"
 # Debian's chromium, driven by playwright (the screenshot here; the page tests of tests/ use the same)
@@ -283,7 +283,7 @@ pre.code mark { background: #fde68a; color: #1a1a1a; font-weight: 600; }
 
 def render(results: dict[str, Result], run: dict | None = None, similar: dict | None = None) -> str:
     """The page's HTML from ``{"student/assignment": Result}``, the last run's facts and the alike pairs
-    (:func:`attn_grader.similarity.load`)."""
+    (:func:`attn_grader.reports.similarity.load`)."""
     by_a: dict[str, list[Result]] = {}
     for key in sorted(results):
         by_a.setdefault(results[key].assignment, []).append(results[key])
@@ -307,7 +307,7 @@ def render(results: dict[str, Result], run: dict | None = None, similar: dict | 
 
 def write(root: str, results: dict[str, Result], run: dict | None = None) -> str:
     """Write ``class_report.html`` (and, given ``run``, remember it for the next report)."""
-    from .secret import state_dir
+    from ..files.secret import state_dir
 
     run_path = os.path.join(state_dir(root), RUN_FILE)
     if run is not None:

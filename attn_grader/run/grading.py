@@ -18,13 +18,16 @@ import tempfile
 import time
 from dataclasses import asdict
 
-from . import classreport, cluster, lms, recheck, record, sandbox, similarity
+from ..checking import recheck
+from ..files.secret import course_secret, state_dir
+from ..isolation import sandbox
+from ..isolation.sanitize import Sanitized, sanitize
+from ..reports import classreport, lms, record, similarity
+from ..reports.result import Result, empty_result
+from . import cluster
 from .course import PACKAGES, Options, course_db_url, kernel_mounts, prepare, quiet_logs, sqlite_path
 from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
-from .result import Result, empty_result
-from .sanitize import Sanitized, sanitize
-from .secret import course_secret, state_dir
 
 
 @contextlib.contextmanager

@@ -17,13 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 
-from . import recheck, record, sandbox
+from ..checking import recheck
+from ..checking.scores import final_scores
+from ..isolation import sandbox
+from ..isolation.sanitize import clear_hidden_tests, strip_active_outputs
+from ..reports import record
+from ..reports.next_steps import next_steps_cell
+from ..reports.result import Result, empty_result
 from .course import Course, Options, converter, kernel_mounts, quiet_logs, scores_from_gradebook, set_final_scores
 from .discover import Submitted
-from .next_steps import next_steps_cell
-from .result import Result, empty_result
-from .sanitize import clear_hidden_tests, strip_active_outputs
-from .scores import final_scores
 
 
 def _kernelspec(work: str, opts: Options, root: str) -> None:
@@ -46,8 +48,8 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     ``ran(student, assignment)`` as soon as a notebook has run."""
     from nbgrader.converters import Autograde, GenerateFeedback
 
-    from .core import tasks_of
-    from .execute import ContainedExecute
+    from ..checking.core import tasks_of
+    from ..isolation.execute import ContainedExecute
 
     work = tempfile.mkdtemp(prefix="batch-", dir=scratch)
     cdir = os.path.join(work, "course")
@@ -134,7 +136,7 @@ def _grade_one(s: Submitted, r: Result, db: str, a: str, cdir: str, nb_name: str
     nb_scores = scores_from_gradebook(db, a, s.sid)
     agdir = os.path.realpath(os.path.join(cdir, "autograded", s.sid, a))
     autograded = os.path.join(agdir, nb_name)
-    from .execute import ContainedExecute
+    from ..isolation.execute import ContainedExecute
 
     ex = ContainedExecute.reports.get(agdir, {})
     if not nb_scores or not os.path.exists(autograded):

@@ -6,12 +6,12 @@ inputs).  So every answer is run again:
 
 1. :func:`cases_for` draws each task's inputs from the course's secret (:mod:`.secret`): the grades
    are deterministic for a given secret, and the inputs differ from the notebook's hidden tests;
-2. :func:`run` starts the harness (:mod:`attn_grader.harness`, bound alone into the sandbox of
+2. :func:`run` starts the harness (:mod:`attn_grader.checking.harness`, bound alone into the sandbox of
    :mod:`.sandbox`: no ``attn_ref``, no ``attn_grader``, no course) with the assignment's setup cell
    *from the source*, the answers and those inputs; PyTorch's attention is blocked at the dispatcher;
 3. :func:`compare` reads the outputs as untrusted data (regular ``.npy`` files, no pickles, size-capped)
    and compares them with the references computed here, naming a catalogued mistake where one
-   matches (:func:`attn_grader.core.diagnose`).
+   matches (:func:`attn_grader.checking.core.diagnose`).
 
 A task scores only when its notebook test and this re-check both pass (:mod:`.scores`).
 """
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import sandbox
+from ..files.safeio import Refused, read_regular
+from ..isolation import sandbox
 from .core import NOT_ATTEMPTED, Raised, Task, describe_difference, diagnose, raised_note, to_numpy
-from .safeio import Refused, read_regular
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
 HARNESS_IN_BOX = "/grader/harness.py"
@@ -89,7 +89,7 @@ def cases_for(task: Task, secret: bytes, answers: dict[str, str] | None = None) 
     given ``answers``, from the submission's answer cells.  The same submission gets the same inputs (a
     regrade gives the same grades); a changed one gets new inputs, so inputs an answer smuggled out in its
     feedback (an error message, a print) are no use to the next submission (a table of their outputs)."""
-    from .secret import seed_for
+    from ..files.secret import seed_for
 
     key = task.key if answers is None else f"{task.key}:{answers_digest(answers)}"
     return list(task.cases(np.random.default_rng(seed_for(secret, key))))
@@ -288,7 +288,7 @@ def _compare_task(task: Task, cases: dict[str, list], index: dict, outputs: dict
             verdict = Recheck(False, f"[{mistake.name}] {mistake.message}" + ("." + raised if raised else ""),
                               mistake.name, mistake.message, example)
         elif any(isinstance(o, Raised) and o.kind == "NotImplementedError" for o in outcomes):
-            why = f"{NOT_ATTEMPTED} (it raises NotImplementedError)"  # as attn_grader.core.examine says
+            why = f"{NOT_ATTEMPTED} (it raises NotImplementedError)"  # as attn_grader.checking.core.examine says
             verdict = Recheck(False, why, NOT_ATTEMPTED, why)
         elif raised:
             verdict = Recheck(False, problem, "error", problem)

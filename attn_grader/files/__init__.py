@@ -1,0 +1,1 @@
+"""The grader's files."""

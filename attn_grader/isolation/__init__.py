@@ -1,0 +1,1 @@
+"""What a submission runs in."""

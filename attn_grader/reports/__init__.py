@@ -1,0 +1,1 @@
+"""What grading tells."""

@@ -1,0 +1,1 @@
+"""The run of ``make grade``."""
