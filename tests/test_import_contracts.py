@@ -1,7 +1,10 @@
 """The arrows between the packages (pyproject.toml, [tool.importlinter]) hold, and a forbidden import
 breaks them: the reference imports NumPy and nothing of ours; the grader does not import the book's support
 (figures, models, data, timing); the book's support does not import the grader; nothing imports the bench.
-And the reference really imports with NumPy alone (torch and matplotlib blocked)."""
+Inside the grader, the stages: a stage imports only the stages under it, a report runs nothing, the catalogue
+needs only the contract of a task, the sandbox launcher and the harness import nothing of ours, and a module
+outside every stage is refused.  And the reference really imports with NumPy alone (torch and matplotlib
+blocked)."""
 
 import os
 import shutil
@@ -50,6 +53,40 @@ def test_a_forbidden_import_breaks_them(copy, module, line):
     proc = _lint(copy)
     assert proc.returncode != 0 and "BROKEN" in proc.stdout, proc.stdout + proc.stderr
 
+
+def _broken(stdout: str) -> set[str]:
+    return {line[:-len(" BROKEN")] for line in stdout.splitlines() if line.endswith(" BROKEN")}
+
+
+STAGES = "the grader's stages import only the stages under them"
+REPORTS = "a report runs nothing: no isolation, no checking"
+CATALOGUE = "the catalogue imports only checking.core of the grader"
+ALONE = "the sandbox launcher and the harness import nothing of ours"
+
+
+@pytest.mark.parametrize("module, line, broken", [
+    ("attn_grader/reports/record.py", "from attn_grader.isolation import sandbox", {REPORTS}),
+    ("attn_grader/reports/lms.py", "from attn_grader.checking import scores", {STAGES, REPORTS}),
+    ("attn_grader/checking/scores.py", "from attn_grader.run import course", {STAGES}),
+    ("attn_grader/isolation/sanitize.py", "from attn_grader.checking import core", {STAGES}),
+    ("attn_grader/files/safeio.py", "from attn_grader.reports import result", {STAGES}),
+    ("attn_grader/run/course.py", "from attn_grader.authoring import release", {STAGES}),
+    ("attn_grader/catalogue/_shared.py", "from attn_grader.run import discover", {CATALOGUE}),
+    ("attn_grader/checking/harness.py", "from attn_grader.checking import core", {ALONE}),
+    ("attn_grader/isolation/sandbox.py", "import nbformat", {ALONE}),
+])
+def test_a_forbidden_import_between_the_grader_stages_breaks_its_contract(copy, module, line, broken):
+    with open(copy / module, "a") as f:
+        f.write(f"\n{line}  # noqa\n")
+    proc = _lint(copy)
+    assert proc.returncode != 0 and _broken(proc.stdout) == broken, proc.stdout + proc.stderr
+
+
+def test_a_grader_module_outside_every_stage_breaks_the_stages(copy):
+    (copy / "attn_grader" / "stray.py").write_text('"""A new module at the top level of the grader."""\n')
+    proc = _lint(copy)
+    assert proc.returncode != 0 and _broken(proc.stdout) == {STAGES}, proc.stdout + proc.stderr
+    assert "attn_grader.stray" in proc.stdout
 
 def test_the_reference_imports_with_numpy_alone():
     """Every module of attn_ref imports in a process where torch, matplotlib, scipy and sklearn cannot be
