@@ -36,5 +36,5 @@ c.IgnorePattern.pattern = r"(?s).*"  # every stderr stream; errors are reported 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # The feedback page renders its formulas as MathML and loads nothing from the network (no MathJax CDN),
-# with colours and markup that pass WCAG 2.1 AA (attn_grader/reports/feedback_page.py); make grade uses the same.
-c.GenerateFeedback.exporter_class = "attn_grader.reports.feedback_page.FeedbackHTML"
+# with colours and markup that pass WCAG 2.1 AA (attn_grader/run/feedback_page.py); make grade uses the same.
+c.GenerateFeedback.exporter_class = "attn_grader.run.feedback_page.FeedbackHTML"

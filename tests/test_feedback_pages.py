@@ -25,8 +25,9 @@ from site_helpers import SITE, need_site
 
 from attn_grader.authoring.bilingual import MARKER
 from attn_grader.checking.core import tasks_of
-from attn_grader.reports import feedback_page, next_steps
+from attn_grader.reports import next_steps
 from attn_grader.reports.result import Result
+from attn_grader.run import feedback_page
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
@@ -180,3 +181,14 @@ def test_every_formula_of_every_exercise_becomes_mathml():
             out = MarkdownWithMath(renderer=feedback_page.MathMLRenderer(escape=False)).render(cell.source)
             failed += [f"{a}: {m}" for m in re.findall(r'<code class="tex">(.*?)</code>', out)]
     assert not failed, failed
+
+
+def test_the_constants_the_stages_share_by_value_are_equal():
+    """The run and the reports do not import the stages that own these words (import contracts): the copies
+    must say the same."""
+    from attn_grader.authoring import bilingual
+    from attn_grader.checking import core
+    from attn_grader.reports import result
+
+    assert feedback_page.MARKER == bilingual.MARKER
+    assert result.NOT_ATTEMPTED == core.NOT_ATTEMPTED

@@ -35,10 +35,9 @@ import shutil
 import time
 from collections import Counter
 
-from ..checking.core import NOT_ATTEMPTED
 from ..files.safeio import write_atomic
 from .record import points
-from .result import Result
+from .result import NOT_ATTEMPTED, Result
 
 REPORT_FILE = "class_report.html"
 # Debian's chromium, driven by playwright (the screenshot here; the page tests of tests/ use the same)

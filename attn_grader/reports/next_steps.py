@@ -18,13 +18,12 @@ import re
 import nbformat
 
 from .record import md_text, points
-from .result import Result
+from .result import NOT_ATTEMPTED, Result
 
 BOOK_URL = os.environ.get("ATTN_BOOK_URL", "https://self-attention-step-by-step.github.io/book/")
 HEADING = "What to do next"
-#: the re-check's findings that name no catalogued mistake ("not attempted yet": core.NOT_ATTEMPTED, an answer still
-#: raising NotImplementedError; the reports do not import the checking stage)
-NOT_A_MISTAKE = ("unrecognised", "error", "unfinished", "not attempted yet")
+#: the re-check's findings that name no catalogued mistake (NOT_ATTEMPTED: an answer still raising NotImplementedError)
+NOT_A_MISTAKE = ("unrecognised", "error", "unfinished", NOT_ATTEMPTED)
 
 # assignment -> task (the function the answer cell defines) -> (chapter, the section's heading in it)
 SECTIONS: dict[str, dict[str, tuple[str, str]]] = {

@@ -91,7 +91,7 @@ def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: 
     c.GenerateAssignment.force = True
     c.GenerateAssignment.create_assignment = True
     c.GenerateFeedback.force = True
-    c.GenerateFeedback.exporter_class = "attn_grader.reports.feedback_page.FeedbackHTML"
+    c.GenerateFeedback.exporter_class = "attn_grader.run.feedback_page.FeedbackHTML"
     if opts is not None:
         from nbconvert.preprocessors import ClearMetadataPreprocessor
         from nbgrader.preprocessors import (

@@ -113,7 +113,7 @@ def alembic_head() -> str:
 #    page that pass costs more than rendering it (about half of GenerateFeedback's time, cProfile on a
 #    20-submission class). nbgrader's feedback template extends the *classic* template, which has none
 #    of the JupyterLab cell wrappers, so only the ``alt`` text applies: added with one regular
-#    expression (the base of attn_grader.reports.feedback_page.FeedbackHTML, the exporter GenerateFeedback uses).
+#    expression (the base of attn_grader.run.feedback_page.FeedbackHTML, the exporter GenerateFeedback uses).
 import re  # noqa: E402
 
 from nbconvert.exporters import HTMLExporter, TemplateExporter  # noqa: E402
