@@ -4,11 +4,12 @@ The notebook's own tests run in the student's kernel, which the student's code c
 ``np.allclose``, ``attn_grader.check`` or IPython itself, and it can read the catalogue and its hidden
 inputs).  So every answer is run again:
 
-1. :func:`cases_for` draws each task's inputs from the course's secret (:mod:`.secret`): the grades
-   are deterministic for a given secret, and the inputs differ from the notebook's hidden tests;
+1. :func:`cases_for` draws each task's inputs from the course's secret (:mod:`attn_grader.files.secret`):
+   the grades are deterministic for a given secret, and the inputs differ from the notebook's hidden tests;
 2. :func:`run` starts the harness (:mod:`attn_grader.checking.harness`, bound alone into the sandbox of
-   :mod:`.sandbox`: no ``attn_ref``, no ``attn_grader``, no course) with the assignment's setup cell
-   *from the source*, the answers and those inputs; PyTorch's attention is blocked at the dispatcher;
+   :mod:`attn_grader.isolation.sandbox`: no ``attn_ref``, no ``attn_grader``, no course) with the
+   assignment's setup cell *from the source*, the answers and those inputs; PyTorch's attention is blocked
+   at the dispatcher;
 3. :func:`compare` reads the outputs as untrusted data (regular ``.npy`` files, no pickles, size-capped)
    and compares them with the references computed here, naming a catalogued mistake where one
    matches (:func:`attn_grader.checking.core.diagnose`).

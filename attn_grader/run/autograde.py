@@ -4,21 +4,22 @@
                                     [--course DIR] [--db-url URL] [--no-sandbox]
                                     [--similarity SCORE] [--similarity-min N]
 
-The pipeline, one module a step, for every ``submitted/<student>/<assignment>/``:
+The pipeline, one module a step, for every ``submitted/<student>/<assignment>/`` (each step's stage is the
+package it is in: ``run``, ``isolation``, ``checking``, ``reports``; see :mod:`attn_grader.run`):
 
 1. **discover** (:mod:`.discover`): each submission is read once into memory (regular files only,
    no links, size-capped); students get safe internal ids for nbgrader;
-2. **sanitise** (:mod:`.sanitize`): the notebook is rebuilt from the release with the student's
-   answer cells; tampering is flagged;
-3. **execute** (:mod:`.execute`): the real nbgrader autograde, on a Dask worker (:mod:`.cluster`), in a
-   scratch course private to that batch (:mod:`.batch`); every kernel runs in the sandbox
-   (:mod:`.sandbox`) with a working folder of its own;
-4. **re-check** (:mod:`.recheck`): every answer again, in the sandbox, on inputs drawn from the
-   course's secret (:mod:`.secret`), compared with the reference outside; :mod:`.scores` makes the
-   final scores;
-5. **record** (:mod:`.record`, the one writer: the process that runs ``make grade``): ``gradebook.db``,
-   ``grades.csv``, ``grading_report.md``, ``feedback/``, ``grading_results.json``, each written
-   atomically.  Each result is also appended, as it arrives, to ``.grader/journal.jsonl``: a run
+2. **sanitise** (:mod:`attn_grader.isolation.sanitize`): the notebook is rebuilt from the release with the
+   student's answer cells; tampering is flagged;
+3. **execute** (:mod:`attn_grader.isolation.execute`): the real nbgrader autograde, on a Dask worker
+   (:mod:`.cluster`), in a scratch course private to that batch (:mod:`.batch`); every kernel runs in the
+   sandbox (:mod:`attn_grader.isolation.sandbox`) with a working folder of its own;
+4. **re-check** (:mod:`attn_grader.checking.recheck`): every answer again, in the sandbox, on inputs drawn
+   from the course's secret (:mod:`attn_grader.files.secret`), compared with the reference outside;
+   :mod:`attn_grader.checking.scores` makes the final scores;
+5. **record** (:mod:`attn_grader.reports.record`, the one writer: the process that runs ``make grade``):
+   ``gradebook.db``, ``grades.csv``, ``grading_report.md``, ``feedback/``, ``grading_results.json``, each
+   written atomically.  Each result is also appended, as it arrives, to ``.grader/journal.jsonl``: a run
    interrupted (Ctrl-C, a crash) and started again grades only what the journal does not hold.
 
 The grader's own state (the secret, the lock, the scratch course with its gradebooks and the hidden

@@ -3,9 +3,9 @@
 Everything under ``submitted/`` is hostile.  Folders are walked by file descriptor with
 ``O_NOFOLLOW`` (a student folder or an assignment folder that is a symbolic link is not followed),
 only the expected notebook is read (a regular file, size-capped, never a FIFO or a device: see
-:mod:`.safeio`), and the bytes are kept in memory: no kernel ever sees ``submitted/``.  Student folder
-names may be anything a file system allows (``*``, ``.x``, ``a[1]``, a newline, ``=2+3``): nbgrader
-gets a safe internal id instead (:attr:`Submitted.sid`), the instructor's files keep the real name.
+:mod:`attn_grader.files.safeio`), and the bytes are kept in memory: no kernel ever sees ``submitted/``.
+Student folder names may be anything a file system allows (``*``, ``.x``, ``a[1]``, a newline, ``=2+3``):
+nbgrader gets a safe internal id instead (:attr:`Submitted.sid`), the instructor's files keep the real name.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """One grading run of a course, in the process that runs ``make grade`` (the one writer): the course lock,
 the scratch folder, the journal an interrupted run resumes from, the class handed to the Dask cluster
-in batches (:mod:`.batch` on the workers), and the course's files written from the results (:mod:`.record`).
+in batches (:mod:`.batch` on the workers), and the course's files written from the results
+(:mod:`attn_grader.reports.record`).
 """
 
 from __future__ import annotations
