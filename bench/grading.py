@@ -182,7 +182,8 @@ def _grade_watching_memory(course: str, jobs: int) -> tuple[float, list[tuple[in
     import psutil
 
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.run.autograde", "--course", course, "--jobs", str(jobs)],
+    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.run.autograde", "--course", course,
+                             "--jobs", str(jobs)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     me = psutil.Process(proc.pid)  # under unshare the grader keeps this pid (exec, no fork)
     samples, count = [], 0

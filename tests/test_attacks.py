@@ -323,7 +323,8 @@ def test_two_runs_at_once(tmp_path_factory):
 
 def test_a_grader_killed_mid_run_leaves_nothing_and_runs_again(tmp_path_factory):
     root = _small_class(tmp_path_factory, "killed")
-    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.run.autograde", "--course", root, "--cell-timeout", "15"],
+    proc = subprocess.Popen([sys.executable, "-m", "attn_grader.run.autograde", "--course", root,
+                             "--cell-timeout", "15"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     for line in proc.stdout:
@@ -367,8 +368,8 @@ def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
     # for ann's notebook and breaks np.exp in it (the control for b14's outcome in the sandbox).
     _fill_placeholders(_submit(root, "a_b14", os.path.join(ATTACKS, "b14_reach_the_next_kernel", A + ".ipynb")), root)
     env = {**os.environ, "PATH": "/nonexistent"}
-    code = ("import attn_grader.isolation.sandbox as s, sys; s.BWRAP = '/nonexistent/bwrap'; import attn_grader.run.autograde as a; "
-            "a.sandbox.BWRAP = s.BWRAP; sys.exit(a.main(sys.argv[1:]))")
+    code = ("import attn_grader.isolation.sandbox as s, sys; s.BWRAP = '/nonexistent/bwrap'; "
+            "import attn_grader.run.autograde as a; a.sandbox.BWRAP = s.BWRAP; sys.exit(a.main(sys.argv[1:]))")
     refused = subprocess.run([sys.executable, "-c", code, "--course", root], cwd=REPO, env=env,
                              capture_output=True, text=True)
     assert refused.returncode == 2 and "bubblewrap" in refused.stderr and "--no-sandbox" in refused.stderr
