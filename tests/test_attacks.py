@@ -1,12 +1,10 @@
 """The attack catalogue (tests/attacks/), graded by the real `make grade` path in one class.
 
-Each folder of tests/attacks/ is one submission with its expected outcome in expected.json
-(regenerate with tests/attacks/make_attacks.py).  Attacks that cannot live in git (symbolic links,
-a FIFO, hostile folder names) are made here.  All are graded together with honest and blank
-classmates, with JOBS=2 and short timeouts; then: every classmate's grade is exactly right, no file
-outside the grader's outputs changed, nothing is left running or on disk.  Further tests: a
-resubmission, two runs at once, and a grader killed mid-run and run again.
-"""
+Each folder of tests/attacks/ is one submission with its expected outcome in expected.json (regenerate with
+tests/attacks/make_attacks.py); those that cannot live in git (links, a FIFO, hostile names) are made here.  All
+are graded together with honest and blank classmates (JOBS=2, short timeouts); then: every classmate's grade is
+exactly right, no file outside the grader's outputs changed, nothing is left running or on disk.  Further tests:
+a resubmission, two runs at once, and a grader killed mid-run and run again."""
 
 import csv
 import glob

@@ -59,7 +59,7 @@ def _broken(stdout: str) -> set[str]:
 
 
 STAGES = "the grader's stages import only the stages under them"
-REPORTS = "a report runs nothing: no isolation, no checking"
+REPORTS = "a report runs nothing: no sandbox, kernel or execution, no checking"
 CATALOGUE = "the catalogue imports only checking.core of the grader"
 ALONE = "the sandbox launcher and the harness import nothing of ours"
 
@@ -68,7 +68,7 @@ ALONE = "the sandbox launcher and the harness import nothing of ours"
     ("attn_grader/reports/record.py", "from attn_grader.isolation import sandbox", {REPORTS}),
     ("attn_grader/reports/lms.py", "from attn_grader.checking import scores", {STAGES, REPORTS}),
     ("attn_grader/checking/scores.py", "from attn_grader.run import course", {STAGES}),
-    ("attn_grader/isolation/sanitize.py", "from attn_grader.checking import core", {STAGES}),
+    ("attn_grader/isolation/sanitize.py", "from attn_grader.checking import core", {STAGES, REPORTS}),  # similarity
     ("attn_grader/files/safeio.py", "from attn_grader.reports import result", {STAGES}),
     ("attn_grader/run/course.py", "from attn_grader.authoring import release", {STAGES}),
     ("attn_grader/catalogue/_shared.py", "from attn_grader.run import discover", {CATALOGUE}),

@@ -24,6 +24,7 @@ import time
 
 import pytest
 
+from attn_grader.isolation import mounts as mounts_module
 from attn_grader.isolation import sandbox
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,8 +116,8 @@ def test_the_layouts_import_the_packages_from_where_they_say(layouts):
 
 HIDDEN = r"""
 import subprocess, sys, tempfile
-from attn_grader.isolation import sandbox
-mounts, hidden = sandbox.import_mounts(("attn_ref", "attn_grader"), with_modules=False)
+from attn_grader.isolation.mounts import import_mounts
+mounts, hidden = import_mounts(("attn_ref", "attn_grader"), with_modules=False)
 for hide in (hidden, []):
     with tempfile.TemporaryDirectory() as box:
         spec = {"work": box, "ro": mounts, "hide": hide}
@@ -199,8 +200,8 @@ def test_import_mounts_resolve_the_packages_as_an_isolated_python_does(tmp_path)
     cwd = os.getcwd()
     try:
         os.chdir(course)
-        mounts, none = sandbox.import_mounts(("attn_ref", "attn_grader"), avoid=[str(course)])
-        deps, _ = sandbox.import_mounts(("attn_ref", "attn_grader"), avoid=[str(course)], with_modules=False)
+        mounts, none = mounts_module.import_mounts(("attn_ref", "attn_grader"), avoid=[str(course)])
+        deps, _ = mounts_module.import_mounts(("attn_ref", "attn_grader"), avoid=[str(course)], with_modules=False)
     finally:
         os.chdir(cwd)
     offered = [*mounts, *sandbox.python_roots(), "/usr"]

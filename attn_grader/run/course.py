@@ -36,11 +36,11 @@ def kernel_mounts(root: str, with_packages: bool = True) -> tuple[tuple[str, ...
     course at ``root`` but those packages, folders to hide).  ``with_packages`` False: the dependencies
     alone, our packages hidden where they lie in what is mounted anyway (a re-check, where the reference
     must not be importable)."""
-    from ..isolation import sandbox
+    from ..isolation import mounts
     from ..isolation.kernel import PACKAGES as KERNEL_PACKAGES
 
-    mounts, hidden = sandbox.import_mounts(KERNEL_PACKAGES, avoid=[root], with_modules=with_packages)
-    return tuple(mounts), tuple(hidden)
+    found, hidden = mounts.import_mounts(KERNEL_PACKAGES, avoid=[root], with_modules=with_packages)
+    return tuple(found), tuple(hidden)
 
 
 @dataclass
