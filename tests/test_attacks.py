@@ -342,8 +342,7 @@ def test_a_grader_killed_mid_run_leaves_nothing_and_runs_again(tmp_path_factory)
 
 
 def test_a_stalled_worker_is_replaced(tmp_path_factory, monkeypatch):
-    """A worker that stops reporting (seen: a zmq context whose collection blocked for ever) is restarted
-    and its submissions graded again; the class gets every row, exactly right."""
+    """A worker that stops reporting (a zmq context blocked for ever) is restarted; every row exactly right."""
     import dataclasses
 
     from attn_grader.run import cluster
