@@ -181,8 +181,9 @@ def test_the_watch_offers_the_packages_of_a_clone_under_tmp_and_flags_its_course
               (f"{clone}/attn_ref/__init__.py", "r"), (f"{box}/answer.txt", "w"), ("/tmp/ipykernel_1/1.py", "r")]
     escapes = [(f"{clone}/solutions/ps.ipynb", "r"), (f"{tmp_path}/other course/solutions/ps.ipynb", "r"),
                (f"{clone}/attn_ref/planted.py", "w"), (f"{REPO}/solutions/{A}/{A}.ipynb", "r")]
-    subprocess.run([sys.executable, "-I", "-c", WATCH, os.path.join(REPO, "attn_grader", "isolation", "kernel.py"), str(clone),
-                    str(box), json.dumps(honest + escapes)], check=True, timeout=60)
+    watch = os.path.join(REPO, "attn_grader", "isolation", "kernel.py")
+    subprocess.run([sys.executable, "-I", "-c", WATCH, watch, str(clone), str(box), json.dumps(honest + escapes)],
+                   check=True, timeout=60)
     flagged = (box / ".attn-audit").read_text().splitlines()
     assert flagged == [f"{'write' if mode == 'w' else 'open'} {path}" for path, mode in escapes], flagged
 
