@@ -58,7 +58,16 @@ def test_draw_architecture_counts(ax, n, blocks):
     out = relevance.draw_architecture(ax, n=n, n_blocks=blocks)
     assert len(out["blocks"]) == blocks
     assert len(out["vectors"]) == n * (blocks + 1)  # inputs plus each block's outputs
-    assert len(out["fcns"]) == n
+    assert len(out["fcns"]) == n * blocks  # one row of FCNs after every self-attention block
+    # self-attention and FCN alternate (the lecture's stack), drawn bottom to top in that order
+    assert out["order"] == ["self-attention", "FCN"] * blocks
+    block_tops = [b.get_y() for b in out["blocks"]]
+    fcn_rows = sorted({f.get_y() for f in out["fcns"]})
+    assert len(fcn_rows) == blocks
+    for k in range(blocks):  # every FCN row lies above its own block and below the next one
+        assert block_tops[k] < fcn_rows[k]
+        if k + 1 < blocks:
+            assert fcn_rows[k] < block_tops[k + 1]
     framed = [v for v in out["vectors"] if v.get_linewidth() > 2]
     assert len(framed) == n * blocks  # the outputs that "consider the whole sequence"
     with pytest.raises(ValueError):
@@ -121,14 +130,14 @@ def test_lecture_example_scores_by_hand():
 
 def test_draw_relevance_arcs(ax):
     scores = np.array([1.0, -3.0, 0.5, 2.0])
-    out = relevance.draw_relevance_arcs(ax, scores, query=2)
+    out = relevance.draw_relevance_arcs(ax, scores, to=2)
     assert len(out["vectors"]) == 4 and len(out["arcs"]) == 4
     widths = [a.get_linewidth() for a in out["arcs"]]
     assert int(np.argmax(widths)) == 1  # the largest |score| gets the thickest arc
     labels = [t.get_text() for t in ax.texts if "alpha" in t.get_text()]
     assert "$\\alpha_{3,2} = -3.00$" in labels and len(labels) == 4
-    with pytest.raises(ValueError, match="query"):
-        relevance.draw_relevance_arcs(ax, scores, query=4)
+    with pytest.raises(ValueError, match="to: expected an index"):
+        relevance.draw_relevance_arcs(ax, scores, to=4)
 
 
 def test_arrow_one_argument_order_and_its_text(ax):

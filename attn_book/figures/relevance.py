@@ -1,8 +1,9 @@
 """Figures of chapter "Relevance": the lecture's architecture, the relevance arcs, and the dot-product and
 additive relevance diagrams.
 
-Lee, ML 2021 "Self-attention": a^1..a^4 -> self-attention -> b^1..b^4 -> FCN; how relevant is every a^j to
-a^1; alpha_{i,j} = q^i . k^j (dot product) or W tanh(q^i + k^j) (additive, Bahdanau et al. 2015).
+Lee, ML 2021 "Self-attention": a^1..a^4 -> self-attention -> b^1..b^4 -> FCN, the two alternating when
+stacked; how relevant is every a^j to a^1; alpha_{i,j} = q^i . k^j (dot product) or W tanh(q^i + k^j)
+(additive, Bahdanau et al. 2015).
 """
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ _LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "pad": 1.0}
 
 
 def draw_architecture(ax, n=4, n_blocks=1, *, title=None):
-    """The lecture's architecture: a^1..a^n -> self-attention (x n_blocks) -> b^1..b^n -> FCN -> outputs.
+    """The lecture's architecture: a^1..a^n -> self-attention -> b^1..b^n -> FCN, ``n_blocks`` times.
 
-    Every b^i is drawn with a black frame ("considers the whole sequence"); inside each block a faint
-    line joins every input to every output.  Returns ``{"blocks": [...], "vectors": [...], "fcns": [...],
-    "arrows": [...]}``.
+    Self-attention and FCN alternate, as in the lecture's stacked figure: the FCNs' outputs are the
+    next self-attention block's inputs, and the last FCNs give the labels.  Every output of a
+    self-attention block is drawn with a black frame ("considers the whole sequence"); inside each
+    block a faint line joins every input to every output.  The first block's outputs are labelled
+    b^1..b^n, a later block's are only framed.  Returns ``{"blocks": [...], "vectors": [...],
+    "fcns": [...], "arrows": [...], "order": [...]}``, ``order`` the layers from bottom to top
+    ("self-attention", "FCN", ...).
     """
     if n < 1 or n_blocks < 1:
         raise ValueError(f"n, n_blocks: expected >= 1, got n={n}, n_blocks={n_blocks}")
-    out = {"blocks": [], "vectors": [], "fcns": [], "arrows": []}
+    out = {"blocks": [], "vectors": [], "fcns": [], "arrows": [], "order": []}
     xs = np.arange(n) * 1.4
     w, h = 0.5, 0.8  # a vector's box
-    letters = "abcdefgh"
 
     def vectors(y, letter, framed):
         for i, x in enumerate(xs):
@@ -37,72 +41,79 @@ def draw_architecture(ax, n=4, n_blocks=1, *, title=None):
                             edgecolor="black", linewidth=2.2 if framed else 0.8)
             ax.add_patch(box)
             out["vectors"].append(box)
-            ax.text(x + w / 2 + 0.08, y + h / 2, f"${letter}^{i + 1}$", ha="left", va="center", fontsize=11)
+            if letter:
+                ax.text(x + w / 2 + 0.08, y + h / 2, f"${letter}^{i + 1}$", ha="left", va="center",
+                        fontsize=11)
 
-    y = 0.0
-    vectors(y, "a", False)
+    vectors(0.0, "a", False)
+    y_in = h  # where the arrows into the next block start
     for blk in range(n_blocks):
-        y_block = y + h + 0.6
+        y_block = y_in + 0.6
         block = FancyBboxPatch((xs[0] - 0.6, y_block), xs[-1] - xs[0] + 1.2, 0.8, boxstyle="round,pad=0.05",
                                facecolor="#e8e8e8", edgecolor="0.2")
         ax.add_patch(block)
         out["blocks"].append(block)
+        out["order"].append("self-attention")
         ax.text((xs[0] + xs[-1]) / 2, y_block + 0.4, "Self-attention", ha="center", va="center", fontsize=12)
         for x in xs:
-            out["arrows"].append(arrow(ax, (x, y + h), (x, y_block - 0.05)))
+            out["arrows"].append(arrow(ax, (x, y_in), (x, y_block - 0.05)))
         for x0 in xs:  # every input reaches every output
             for x1 in xs:
                 ax.plot([x0, x1], [y_block + 0.05, y_block + 0.75], color="0.6", linewidth=0.5, zorder=0.5)
         y = y_block + 0.8 + 0.6
         for x in xs:
             out["arrows"].append(arrow(ax, (x, y_block + 0.85), (x, y)))
-        vectors(y, letters[blk + 1], True)
-    y_fcn = y + h + 0.5
+        vectors(y, "b" if blk == 0 else "", True)
+        y_fcn = y + h + 0.5
+        out["order"].append("FCN")
+        for x in xs:
+            out["arrows"].append(arrow(ax, (x, y + h), (x, y_fcn)))
+            fcn = Rectangle((x - 0.45, y_fcn), 0.9, 0.5, facecolor="#d9f0d3", edgecolor="0.2")
+            ax.add_patch(fcn)
+            out["fcns"].append(fcn)
+            ax.text(x, y_fcn + 0.25, "FCN", ha="center", va="center", fontsize=9)
+        y_in = y_fcn + 0.5
     for x in xs:
-        out["arrows"].append(arrow(ax, (x, y + h), (x, y_fcn)))
-        fcn = Rectangle((x - 0.45, y_fcn), 0.9, 0.5, facecolor="#d9f0d3", edgecolor="0.2")
-        ax.add_patch(fcn)
-        out["fcns"].append(fcn)
-        ax.text(x, y_fcn + 0.25, "FCN", ha="center", va="center", fontsize=9)
-        out["arrows"].append(arrow(ax, (x, y_fcn + 0.5), (x, y_fcn + 1.0)))
-        ax.text(x, y_fcn + 1.05, "label", ha="center", va="bottom", fontsize=9)
-    finish(ax, xs[0] - 1.0, xs[-1] + 1.2, -0.3, y_fcn + 1.5, title)
+        out["arrows"].append(arrow(ax, (x, y_in), (x, y_in + 0.5)))
+        ax.text(x, y_in + 0.55, "label", ha="center", va="bottom", fontsize=9)
+    finish(ax, xs[0] - 1.0, xs[-1] + 1.2, -0.3, y_in + 1.0, title)
     return out
 
 
-def draw_relevance_arcs(ax, scores, *, query=0, title=None):
-    """The notes' first self-attention figure: how relevant is every a^j to a^query? One arc per pair.
+def draw_relevance_arcs(ax, scores, *, to=0, title=None):
+    """The notes' first self-attention figure: how relevant is every a^j to a^(to+1)? One arc per pair.
 
-    scores: (n,), the relevance alpha_{query+1, j} of each a^j (the query's own score included: a
-    loop above it).  Arc widths grow with |score|.  Returns ``{"vectors": [...], "arcs": [...]}``.
+    scores: (n,), the relevance alpha_{to+1, j} of each a^j (a^(to+1)'s own score included: a loop
+    above it); to: the 0-based index of the vector the arcs start from.  Arc widths grow with |score|.
+    Returns ``{"vectors": [...], "arcs": [...]}``.
     """
     scores = np.atleast_1d(as_array(scores, "scores"))
     check_ndim(scores, "scores", 1, "(n,)")
     n = scores.shape[0]
-    if not 0 <= query < n:
-        raise ValueError(f"query: expected an index in [0, {n}), got {query}")
+    if not 0 <= to < n:
+        raise ValueError(f"to: expected an index in [0, {n}), got {to}")
     big = float(np.max(np.abs(scores))) or 1.0
     out = {"vectors": [], "arcs": []}
     xs = np.arange(n) * 1.5
     for j, x in enumerate(xs):
-        box = Rectangle((x - 0.25, 0), 0.5, 0.9, facecolor="#cfe3f5" if j != query else "#fde3c8",
+        box = Rectangle((x - 0.25, 0), 0.5, 0.9, facecolor="#cfe3f5" if j != to else "#fde3c8",
                         edgecolor="black", linewidth=0.8)
         ax.add_patch(box)
         out["vectors"].append(box)
         ax.text(x, -0.15, f"$a^{j + 1}$", ha="center", va="top", fontsize=12)
     for j, x in enumerate(xs):
         width = 0.8 + 3.0 * abs(float(scores[j])) / big
-        label = f"$\\alpha_{{{query + 1},{j + 1}}} = {float(scores[j]):.2f}$"
-        if j == query:  # the query's own score: a small loop above it, labelled to its left
+        label = f"$\\alpha_{{{to + 1},{j + 1}}} = {float(scores[j]):.2f}$"
+        if j == to:  # its own score: a small loop above it, labelled to its left
             arc = FancyArrowPatch((x - 0.15, 0.95), (x + 0.15, 0.95), connectionstyle="arc3,rad=-1.6",
                                   arrowstyle="-", linewidth=width, color="C1")
             ax.text(x - 0.3, 1.25, label, ha="right", va="bottom", fontsize=10, bbox=_LABEL_BOX)
         else:
-            dist = abs(x - xs[query])
-            rad = -0.35 if j > query else 0.35
-            arc = FancyArrowPatch((xs[query], 0.95), (x, 0.95), connectionstyle=f"arc3,rad={rad}",
+            dist = abs(x - xs[to])
+            rad = -0.35 if j > to else 0.35
+            arc = FancyArrowPatch((xs[to], 0.95), (x, 0.95), connectionstyle=f"arc3,rad={rad}",
                                   arrowstyle="-", linewidth=width, color="C0")
-            ax.text((x + xs[query]) / 2, 0.95 + 0.35 * dist / 2 + 0.06, label, ha="center", va="bottom",
+            ax.text((x + xs[to]) / 2, 0.95 + 0.35 * dist / 2 + 0.06, label, ha="center", va="bottom",
                     fontsize=10, bbox=_LABEL_BOX)
         ax.add_patch(arc)
         out["arcs"].append(arc)
