@@ -2,8 +2,8 @@
 
     python -m bench                 # every figure (about 15 minutes: it builds the book and grades a class)
     python -m bench --quick         # smaller sizes, no book build, a small class
-    python -m bench --only blocked  # one figure (repeatable): sdpa, loop, banded, blocked, peak, feedback,
-                                    # selfcheck, book, grading, sandbox, scale
+    python -m bench --only blocked  # one figure (repeatable): sdpa, loop, banded, blocked, peak, kernel,
+                                    # feedback, selfcheck, book, grading, sandbox, scale
 
 The machine is shared and noisy, so every figure is a **ratio** of two things measured in the same
 run, in interleaved rounds (each round runs every contender once; the median per contender is kept):
@@ -26,6 +26,7 @@ TITLES = {
     "banded": "truncated attention growth",
     "blocked": "blocked_attention ÷ SDPA (4-D)",
     "peak": "share of the machine's peak",
+    "kernel": "tuned kernel, step by step",
     "feedback": "student feedback",
     "selfcheck": "self-check",
     "book": "book build",
