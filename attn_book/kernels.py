@@ -1,4 +1,4 @@
-"""The tuned blocked-attention kernel that the appendix "A fast CPU kernel" times.
+"""The tuned blocked-attention kernel; docs/kernels.md tells its story and ``python -m bench --only kernel`` times it.
 
 It computes what :func:`attn_ref.efficient.blocked_attention` computes (the online softmax of
 Milakov & Gimelshein 2018, tiled as in FlashAttention, Dao et al. 2022), with the changes that
@@ -155,7 +155,7 @@ def tuned_blocked_attention(q, k, v, *, mask=None, scale: float | None = None, c
     key gets a zero output.  The dtype of the inputs is kept (float32 stays float32): peak memory
     O((n_q + n_k) * d + block_q * block) per thread.
     lazy: after a query block's first key block, try each tile with the old shift and redo it exactly only
-    when its sums exceed ``LAZY_LIMIT`` (same answer; the book's appendix measures the saving); False:
+    when its sums exceed ``LAZY_LIMIT`` (same answer; ``python -m bench --only kernel`` measures the saving); False:
     every tile exact, the textbook online softmax.
     For large inputs the query blocks are shared among as many Python threads as NumPy's BLAS may use
     (``threadpoolctl.threadpool_limits`` sets that), each running BLAS on one thread.

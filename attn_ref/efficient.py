@@ -16,7 +16,7 @@ n = 4096, 1 GiB at n = 16384.  Two observations remove it (Milakov & Gimelshein 
 So :func:`blocked_attention` reads the keys and values in blocks of ``block`` rows: only
 an (n_q, block) tile of scores exists at any time, memory O(n * block) instead of O(n^2).
 The attention weights are never formed (that is the point), so it returns the output only.
-(The book's appendix times a kernel tuned for NumPy that computes the same thing.)
+(attn_book.kernels is a kernel tuned for NumPy that computes the same thing; docs/kernels.md.)
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
     python -m bench                 # every figure (about 15 minutes: it builds the book and grades a class)
     python -m bench --quick         # smaller sizes, no book build, a small class
-    python -m bench --only blocked  # one figure (repeatable): sdpa, loop, banded, blocked, peak, feedback,
-                                    # selfcheck, book, grading, sandbox, scale
+    python -m bench --only blocked  # one figure (repeatable): sdpa, loop, banded, blocked, peak, kernel,
+                                    # feedback, selfcheck, book, grading, sandbox, scale
     python -m bench --only book --busy 2  # beside two CPU-bound processes, as on a busy machine
                                           # (make bench BUSY=2): the cold book build must still succeed
 
@@ -28,6 +28,7 @@ TITLES = {
     "banded": "truncated attention growth",
     "blocked": "blocked_attention ÷ SDPA (4-D)",
     "peak": "share of the machine's peak",
+    "kernel": "tuned kernel, step by step",
     "feedback": "student feedback",
     "selfcheck": "self-check",
     "book": "book build",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import REPO, TITLES
 from .book import fig_book, fig_feedback, fig_selfcheck
 from .grading import fig_grading, fig_sandbox, fig_scale
-from .speed import fig_banded, fig_blocked, fig_loop, fig_peak, fig_sdpa
+from .speed import fig_banded, fig_blocked, fig_kernel, fig_loop, fig_peak, fig_sdpa
 
 __all__ = ["FIGURES", "QUICK_SKIPS", "REPO", "TITLES"]
 
@@ -15,6 +15,7 @@ FIGURES = {
     "banded": fig_banded,
     "blocked": fig_blocked,
     "peak": fig_peak,
+    "kernel": fig_kernel,
     "feedback": fig_feedback,
     "selfcheck": fig_selfcheck,
     "book": fig_book,

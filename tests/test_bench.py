@@ -31,8 +31,8 @@ def test_tiny_sdpa_figure_runs():
     rows = fig_sdpa(True, sizes=[16], thread_counts=(1,))
     assert len(rows) == 1 and rows[0].measured.endswith("×") and rows[0].result == "reported"
     assert float(rows[0].measured.rstrip("×")) > 0
-    assert set(FIGURES) == {"sdpa", "loop", "banded", "blocked", "peak", "feedback", "selfcheck", "book", "grading",
-                            "sandbox", "scale"}
+    assert set(FIGURES) == {"sdpa", "loop", "banded", "blocked", "peak", "kernel", "feedback", "selfcheck", "book",
+                            "grading", "sandbox", "scale"}
 
 
 def test_timing_helpers_return_medians_and_peaks():

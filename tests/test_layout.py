@@ -45,7 +45,7 @@ def test_the_modules_of_the_map_exist(chapter):
         assert (ROOT / "exercises" / ps / f"{ps}.ipynb").is_file()
     for path in found["catalogue"]:
         assert (ROOT / path).is_file()
-    if chapter not in ("efficient_kernels", "transformer"):  # the appendix and the outlook have no exercise
+    if chapter != "transformer":  # the outlook has no exercise
         assert found["reference"] and found["exercise"] and found["catalogue"], found
 
 
