@@ -162,25 +162,32 @@ FLASH1_ONLINE_STEP = '''def online_step(m, l, acc, s, V):
     return m_new, l_new, O_new
 '''
 
-# Chunks kept full-sized: the last one is moved back to end at the last key, so it re-reads some keys.
-CLAMPED_BLOCKS = '''def blocked_attention(Q, K, V, block):
-    n_q, d = Q.shape
-    n_k = K.shape[0]
-    scale = 1.0 / np.sqrt(d)
-    m = np.full(n_q, -np.inf)
-    l = np.zeros(n_q)
-    O = np.zeros((n_q, V.shape[1]))
-    for start in range(0, n_k, block):
-        end = min(start + block, n_k)
-        start = max(end - block, 0)  # keep every chunk full-sized
-        S = (Q @ K[start:end].T) * scale
-        m_new = np.maximum(m, S.max(axis=1))
-        P = np.exp(S - m_new[:, None])
-        corr = np.exp(m - m_new)
-        l = l * corr + P.sum(axis=1)
-        O = O * corr[:, None] + P @ V[start:end]
-        m = m_new
-    return O / l[:, None]
+# Issue 29, the bypasses of the streaming tasks: the row joined from its blocks, then the two-pass softmax.
+TWO_PASS_ONLINE_SOFTMAX = '''def online_softmax(blocks):
+    x = np.concatenate([np.asarray(b) for b in blocks])
+    m = float(np.max(x))
+    return m, float(np.sum(np.exp(x - m)))
+'''
+
+# The full (n_q, n_k) matrix of scores from the keys and values joined from their blocks.
+FULL_MATRIX_BLOCKED = '''def blocked_attention(Q, blocks):
+    K, V = map(np.vstack, zip(*blocks))
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    return (P / P.sum(axis=1, keepdims=True)) @ V
+'''
+
+# Two passes over the stream: the maxima first, then the sums and the output (no rescaling needed).
+TWO_PASS_BLOCKED = '''def blocked_attention(Q, blocks):
+    Q = Q / np.sqrt(Q.shape[1])
+    m = -np.inf
+    for K_B, V_B in blocks:
+        m = np.maximum(m, (Q @ K_B.T).max(axis=1, keepdims=True))
+    l = acc = 0.0
+    for K_B, V_B in blocks:
+        P = np.exp(Q @ K_B.T - m)
+        l, acc = l + P.sum(axis=1, keepdims=True), acc + P @ V_B
+    return acc / l
 '''
 
 # Edge counts with np.add.at, made symmetric with the larger count (repeated edges give 2, not 1).
@@ -202,6 +209,27 @@ VALID_CONV_RAISING = '''def conv2d_single(x, kernel):
         for c in range(out.shape[1]):
             out[r, c] = np.sum(x[r:r + kh, c:c + kw] * kernel)
     return out
+'''
+
+# Issue 29, the bypass of ps09's task 4: the convolution of task 1, no attention at all.
+CONV_NOT_ATTENTION = '''def attention_as_conv(x, kernel, S):
+    return conv2d_single(x, kernel)
+'''
+
+# The same with one-hot heads built by index arithmetic, the scores S never read: wrong wherever the scores'
+# maxima are not at the kernel's offsets.
+HEADS_WITHOUT_SCORES = '''def attention_as_conv(x, kernel, S):
+    H, W = x.shape
+    K = kernel.shape[0]
+    p = K // 2
+    Wp = W + 2 * p
+    A = np.zeros((K * K, H * W, (H + 2 * p) * Wp))
+    for i in range(K):
+        for j in range(K):
+            for r in range(H):
+                for c in range(W):
+                    A[i * K + j, r * W + c, (r + i) * Wp + (c + j)] = 1.0
+    return conv2d_single(x, kernel), A
 '''
 
 OTHERS = [
@@ -232,10 +260,18 @@ OTHERS = [
      {"multi_head_attention": (False, "softmax_over_heads", ("softmax_wrong_axis",))}),
     ("flash1_online_step", "ps12_efficient", {"online_step_answer": FLASH1_ONLINE_STEP},
      {"online_step": (False, "output_kept_normalised", ())}),
-    ("clamped_blocks", "ps12_efficient", {"blocked_attention_answer": CLAMPED_BLOCKS},
-     {"blocked_attention": (False, "last_block_clamped", ())}),
+    ("two_pass_online_softmax", "ps12_efficient", {"online_softmax_answer": TWO_PASS_ONLINE_SOFTMAX},
+     {"online_softmax": (False, "blocks_kept", ())}),
+    ("full_matrix_blocked", "ps12_efficient", {"blocked_attention_answer": FULL_MATRIX_BLOCKED},
+     {"blocked_attention": (False, "blocks_kept", ())}),
+    ("two_pass_blocked", "ps12_efficient", {"blocked_attention_answer": TWO_PASS_BLOCKED},
+     {"blocked_attention": (False, "read_twice", ())}),
     ("max_symmetrised_counts", "ps01_vector_sets", {"adjacency_from_edges_answer": MAX_SYMMETRISED_COUNTS},
      {"adjacency_from_edges": (False, "edges_counted_then_max", ("edges_counted",))}),
+    ("conv_not_attention", "ps09_cnn", {"attention_as_conv_answer": CONV_NOT_ATTENTION},
+     {"attention_as_conv": (False, None, ())}),
+    ("heads_without_scores", "ps09_cnn", {"attention_as_conv_answer": HEADS_WITHOUT_SCORES},
+     {"attention_as_conv": (False, None, ())}),
     ("valid_conv_raising", "ps09_cnn", {"conv2d_single_answer": VALID_CONV_RAISING},
      {"conv2d_single": (False, "padding_forgotten", ())}),
 ]

@@ -6,6 +6,7 @@ in the message; the source notebook's setup cell must be the catalogue's. The sa
 with the real nbgrader in test_grading.py.
 """
 
+import copy
 import importlib
 import re
 import warnings
@@ -18,6 +19,7 @@ from others_answers import OTHERS
 
 from attn_grader import GradingError, check
 from attn_grader.checking.core import Mistake, load_mistake
+from attn_grader.checking.harness import Blocks
 from solutions import ASSIGNMENTS, all_answers, cells, other_answers, solution, solutions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +72,8 @@ def test_source_notebook_matches_catalogue(module):
 
 
 def _float32(x):
+    if isinstance(x, Blocks):
+        return x.astype(np.float32)
     if isinstance(x, np.ndarray) and x.dtype.kind == "f":
         return x.astype(np.float32)
     if isinstance(x, tuple | list) and any(isinstance(v, np.ndarray) for v in x):
@@ -96,7 +100,7 @@ def test_float32_solution_passes_and_float32_mistakes_are_still_named(item, monk
 
     for seed in range(5):  # the re-check draws other inputs (from the course secret): float32 passes there too
         for args in task.cases(np.random.default_rng(seed)):
-            got = right(*(_float32(a) for a in args))
+            got = right(*(_float32(a) for a in copy.deepcopy(args)))  # a stream of blocks (ps12) is read once
             assert describe_difference(got, to_numpy(task.reference(*args)), task.rtol, task.atol) is None, seed
     others = other_answers(task.assignment, task.func_name)
     with warnings.catch_warnings(), np.errstate(all="ignore"):

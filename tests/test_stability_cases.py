@@ -13,12 +13,14 @@ and the masking tasks name ``masked_by_multiplying`` (softmax(scores * mask)).
 That each mistake is then named by check() is tests/test_catalogues.py's proof.
 """
 
+import copy
 import importlib
 import warnings
 
 import numpy as np
 import pytest
 
+from attn_grader.catalogue.ps12_efficient import _whole
 from attn_grader.checking.core import Mistake, load_mistake, to_numpy
 from solutions import ASSIGNMENTS, other_answers, solution
 
@@ -100,9 +102,9 @@ SCORES = {
     "ps10_rnn.attention_all": lambda x, W_q, W_k, W_v: (x @ W_q.T) @ (x @ W_k.T).T / np.sqrt(W_q.shape[0]),
     "ps11_graphs.masked_softmax": lambda scores, mask: np.where(mask, scores, np.nan),
     "ps11_graphs.graph_attention": _gat,
-    "ps12_efficient.online_softmax": lambda x, block: _rows(x),
+    "ps12_efficient.online_softmax": lambda blocks: _rows(_whole(blocks)[0]),
     "ps12_efficient.online_step": lambda m, l, acc, s, V: _rows(s),
-    "ps12_efficient.blocked_attention": lambda Q, K, V, block: Q @ K.T / np.sqrt(Q.shape[1]),
+    "ps12_efficient.blocked_attention": lambda Q, blocks: Q @ _whole(blocks)[0].T / np.sqrt(Q.shape[1]),
 }
 
 
@@ -127,7 +129,7 @@ def _wrong(module, task, name):
 
 
 def _outputs(fn, args):
-    out = to_numpy(fn(*args))
+    out = to_numpy(fn(*copy.deepcopy(args)))  # a fresh copy: a stream of blocks (ps12) is read once
     return list(out) if isinstance(out, tuple | list) else [out]
 
 

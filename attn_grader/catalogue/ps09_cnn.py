@@ -3,7 +3,10 @@
 Practises the chapter "Self-attention vs CNN" (CNN 是 self-attention 的特例, 感受野): the 'same'
 convolution of deep learning (a cross-correlation with zero padding), the K x K heads' centres
 of attention Delta_h, the quadratic relative attention scores -alpha (||delta||^2 - 2 <delta, Delta>),
-and one-hot attention heads that reproduce the convolution.  Single-channel images (H, W).
+and one-hot attention heads that reproduce the convolution: task 4 receives the heads' scores (in the
+notebook, from tasks 2 and 3) and returns the heads' hard-limit attention matrices with the output, and
+its cases include other scores, so an answer that computes the convolution without forming the heads'
+attention from the scores fails (issue 29).  Single-channel images (H, W).
 References: :func:`attn_ref.conv.conv2d_same`, :func:`attn_ref.conv.kernel_offsets`,
 :func:`attn_ref.conv.relative_scores`, :func:`attn_ref.conv.relative_attention_conv`.
 """
@@ -14,9 +17,7 @@ import numpy as np
 
 from attn_ref.conv import (
     conv2d_same,
-    conv_as_attention_params,
     kernel_offsets,
-    relative_attention_conv,
     relative_scores,
 )
 
@@ -26,7 +27,8 @@ from ._shared import edited
 ASSIGNMENT = "ps09_cnn"
 SETUP = "import numpy as np"
 #: No task here normalises scores with a softmax (tests/test_stability_cases.py): attention_as_conv's heads
-#: are the hard limit alpha -> infinity, one-hot rows built directly, so it has no large-score cases.
+#: are the hard limit alpha -> infinity of the softmax of the scores it receives, one-hot rows on each row's
+#: largest score (an argmax), so it has no large-score cases.
 NORMALISING = ()
 
 
@@ -155,71 +157,87 @@ SCORES_MISTAKES = (
 )
 
 
-# --- task 4: the convolution as K*K one-hot attention heads -------------------------------------
+# --- task 4: the convolution as K*K hard-limit attention heads, from the heads' scores ------------
 
-def _ref_attention_as_conv(x, kernel):
-    x, kernel = np.asarray(x, dtype=float), np.asarray(kernel, dtype=float)
-    params = conv_as_attention_params(kernel[None, None])
-    out, _ = relative_attention_conv(x[:, :, None], params, alpha=np.inf)
-    return out[:, :, 0]  # (H, W)
+def _query_pixels(H, W, p):
+    """The numbers of the image's pixels among the padded image's, (H*W,), row by row."""
+    rows, cols = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
+    return ((rows + p) * (W + 2 * p) + (cols + p)).ravel()
 
 
-#: One-hot heads done right: head (i, j) reads the zero-padded image shifted by (i - K//2, j - K//2).
-_SHIFTED_HEADS = '''def attention_as_conv(x, kernel):
+def _ref_attention_as_conv(x, kernel, S):
+    """(out, A): each head's hard-limit attention (one-hot on the largest of its scores S[h] of each image
+    pixel over the padded pixels) and the sum of the heads' outputs times the kernel.  With the scores of
+    :func:`attn_ref.conv.relative_scores` it is :func:`attn_ref.conv.relative_attention_conv` at alpha = inf
+    (tests/test_conv.py)."""
+    x, kernel, S = (np.asarray(a, dtype=float) for a in (x, kernel, S))
+    (H, W), K = x.shape, kernel.shape[0]
+    p = K // 2
+    scores = S[:, _query_pixels(H, W, p), :]  # (K*K, H*W, N)
+    A = np.zeros_like(scores)
+    np.put_along_axis(A, np.argmax(scores, axis=-1)[..., None], 1.0, axis=-1)  # the hard limit
+    out = np.einsum("h,hqk,k->q", kernel.ravel(), A, np.pad(x, p).ravel())
+    return out.reshape(H, W), A
+
+
+def _padded_scores(H, W, K, alpha=1.0):
+    """The heads' relative scores over all the pixels of the padded image: what the notebook passes."""
+    p = K // 2
+    return relative_scores(H + 2 * p, W + 2 * p, kernel_offsets(K), alpha)  # (K*K, N, N)
+
+
+def _cases_attention_as_conv(rng):
+    cases = [(x, kernel, _padded_scores(*x.shape, len(kernel), float(rng.uniform(0.5, 3))))
+             for x, kernel in _images_and_kernels(rng)]
+    # other scores, whose maxima lie anywhere: an answer that does not take its heads from S fails here
+    for (H, W), K in [((3, 4), 3), ((2, 2), 1), ((4, 4), 5)]:
+        N = (H + 2 * (K // 2)) * (W + 2 * (K // 2))
+        cases.append((rng.standard_normal((H, W)), rng.standard_normal((K, K)), rng.standard_normal((K * K, N, N))))
+    return cases
+
+
+#: The right answer: the mistakes below change one line of it.
+_HEADS = '''def attention_as_conv(x, kernel, S):
     H, W = x.shape
     K = kernel.shape[0]
     p = K // 2
     x_pad = np.pad(x, p)
-    out = np.zeros((H, W))
-    for i in range(K):
-        for j in range(K):
-            out += kernel[i, j] * x_pad[i:i + H, j:j + W]
-    return out
+    rows, cols = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
+    queries = ((rows + p) * (W + 2 * p) + (cols + p)).ravel()
+    A = np.zeros((K * K, H * W, x_pad.size))
+    out = np.zeros(H * W)
+    for h in range(K * K):
+        best = np.argmax(S[h][queries], axis=1)
+        A[h, np.arange(H * W), best] = 1.0
+        out += kernel.ravel()[h] * (A[h] @ x_pad.ravel())
+    return out.reshape(H, W), A
 '''
 
 ATTENTION_CONV_MISTAKES = (
     Mistake("kernel_flipped", "head Delta was paired with kernel[-Delta] (a flipped kernel, a true convolution); "
-            "the head at offset (i - K//2, j - K//2) gets kernel[i, j]",
-            edited(_SHIFTED_HEADS, ("kernel[i, j]", "kernel[K - 1 - i, K - 1 - j]"))),
+            "the head at offset (i - K//2, j - K//2), number h = i*K + j, gets kernel[i, j]",
+            edited(_HEADS, ("kernel.ravel()[h]", "kernel[::-1, ::-1].ravel()[h]"))),
+    Mistake("kernel_transposed", "head h was paired with kernel[j, i] (the heads numbered column by column); "
+            "head h = i*K + j, at offset (i - K//2, j - K//2), gets kernel[i, j]",
+            edited(_HEADS, ("kernel.ravel()[h]", "kernel.T.ravel()[h]"))),
     Mistake("keys_inside_image_only", "the keys were only the pixels inside the image, so a head whose offset "
-            "leaves the image attends to the nearest pixel inside (replicate padding); the keys must include "
-            "the zero padding, as Conv2d reads zeros there",
-            '''def attention_as_conv(x, kernel):
-    H, W = x.shape
-    K = kernel.shape[0]
-    p = K // 2
-    rows, cols = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
-    out = np.zeros((H, W))
-    for i in range(K):
-        for j in range(K):
-            r = np.clip(rows + i - p, 0, H - 1)
-            c = np.clip(cols + j - p, 0, W - 1)
-            out += kernel[i, j] * x[r, c]
-    return out
-'''),
-    Mistake("offsets_transposed", "the heads' offsets were transposed: the head for kernel[i, j] must look "
-            "i - K//2 rows down and j - K//2 columns right",
-            edited(_SHIFTED_HEADS, ("x_pad[i:i + H, j:j + W]", "x_pad[j:j + H, i:i + W]"))),
-    Mistake("soft_attention", "the heads used a softmax of the scores with alpha = 1, which spreads weight over "
-            "the neighbours; the convolution is the hard limit alpha -> infinity, a one-hot on q + Delta",
-            '''def attention_as_conv(x, kernel):
-    H, W = x.shape
-    K = kernel.shape[0]
-    p = K // 2
-    x_pad = np.pad(x, p).ravel()
-    qr, qc = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
-    kr, kc = np.meshgrid(np.arange(-p, H + p), np.arange(-p, W + p), indexing="ij")
-    dr = kr.ravel()[None, :] - qr.ravel()[:, None]
-    dc = kc.ravel()[None, :] - qc.ravel()[:, None]
-    out = np.zeros(H * W)
-    for i in range(K):
-        for j in range(K):
-            s = -((dr - (i - p)) ** 2 + (dc - (j - p)) ** 2)
-            A = np.exp(s - s.max(axis=1, keepdims=True))
-            A /= A.sum(axis=1, keepdims=True)
-            out += kernel[i, j] * (A @ x_pad)
-    return out.reshape(H, W)
-'''),
+            "leaves the image attends to the nearest pixel inside (replicate padding); the keys are all the "
+            "pixels of the zero-padded image, as Conv2d reads zeros there, and A has (H + 2p)(W + 2p) columns",
+            edited(_HEADS, ("A = np.zeros((K * K, H * W, x_pad.size))", "A = np.zeros((K * K, H * W, H * W))"),
+                   ("S[h][queries]", "S[h][queries][:, queries]"),
+                   ("(A[h] @ x_pad.ravel())", "(A[h] @ x.ravel())"))),
+    Mistake("queries_include_padding", "the queries were all the pixels of the padded image; the queries are "
+            "the image's own H*W pixels (padded pixel (r + p, c + p) for image pixel (r, c)), the keys all the "
+            "padded ones",
+            edited(_HEADS, ("queries = ((rows + p) * (W + 2 * p) + (cols + p)).ravel()",
+                            "queries = np.arange(x_pad.size)"),
+                   ("A = np.zeros((K * K, H * W, x_pad.size))", "A = np.zeros((K * K, x_pad.size, x_pad.size))"),
+                   ("A[h, np.arange(H * W), best]", "A[h, queries, best]"),
+                   ("out = np.zeros(H * W)", "out = np.zeros(x_pad.size)"),
+                   ("out.reshape(H, W)", "out.reshape(x_pad.shape)"))),
+    Mistake("scores_as_weights", "the scores themselves were used as the attention weights; the hard limit "
+            "alpha -> infinity of the softmax of the scores is a one-hot row on the key with the largest score",
+            edited(_HEADS, ("        A[h, np.arange(H * W), best] = 1.0\n", "        A[h] = S[h][queries]\n"))),
 )
 
 
@@ -227,6 +245,6 @@ TASKS = [
     Task(ASSIGNMENT, "conv2d_single", _ref_conv2d_single, _images_and_kernels, CONV_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "relative_offsets", _ref_offsets, _cases_offsets, OFFSETS_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "relative_scores", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP),
-    Task(ASSIGNMENT, "attention_as_conv", _ref_attention_as_conv, _images_and_kernels, ATTENTION_CONV_MISTAKES,
-         setup=SETUP),
+    Task(ASSIGNMENT, "attention_as_conv", _ref_attention_as_conv, _cases_attention_as_conv,
+         ATTENTION_CONV_MISTAKES, setup=SETUP),
 ]

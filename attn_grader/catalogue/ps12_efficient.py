@@ -3,42 +3,68 @@
 Practises the chapter "Efficient attention": the softmax of a row in one streaming pass with a
 running maximum m and a running sum l (Milakov & Gimelshein 2018), one update step of the online
 algorithm for one query, and blocked attention over blocks of keys (Dao et al. 2022, FlashAttention)
-that never forms the (n_q, n_k) matrix.
-References: :func:`attn_ref.softmax.softmax`, :func:`attn_ref.efficient.blocked_attention`,
+that never forms the (n_q, n_k) matrix.  The row of task 1 and the keys and values of task 3 come as
+a one-pass stream of blocks (:class:`attn_grader.checking.harness.Blocks`): a second pass raises, and a block kept
+past the next read becomes NaN, so an answer that reads all of K at once or reads a block twice fails.
+References: :func:`attn_ref.efficient.blocked_attention`,
 :func:`attn_ref.attention.scaled_dot_product_attention` (equal).
 """
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from attn_ref.efficient import blocked_attention
-from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
+from ..checking.harness import Blocks
 from . import _stability
 from ._shared import edited
 
 ASSIGNMENT = "ps12_efficient"
 #: The notebook's setup cell.
-SETUP = "import numpy as np\n"
+SETUP = '''import numpy as np
+
+
+def stream(*arrays, size):
+    """The blocks of `size` rows of the arrays, once each, in order (the last may be shorter): one array per
+    block, or a tuple of blocks (one per array) when there are several. A stream, as the grader's: it is read
+    in one pass, and a block is overwritten with NaN once the next one is read."""
+    current = ()
+    for start in range(0, len(arrays[0]), size):
+        for b in current:
+            b[...] = np.nan
+        current = tuple(np.array(a[start:start + size], dtype=float) for a in arrays)
+        yield current[0] if len(current) == 1 else current
+    for b in current:
+        b[...] = np.nan
+'''
 #: The tasks that normalise scores with a softmax: each has large-score cases, an unshifted mistake
 #: (``max_not_subtracted`` for online_softmax, ``not_stabilised`` for the others) and ``shifted_by_min``
 #: (tests/test_stability_cases.py).  None takes a mask.
 NORMALISING = ("online_softmax", "online_step", "blocked_attention")
 
 
-# --- task 1: the online softmax of one row -----------------------------------------------------
+# --- task 1: the online softmax of one row, read as a stream of blocks ------------------------
 
-def _ref_online_softmax(x, block):
-    x = np.asarray(x, dtype=float)
+def _whole(blocks) -> tuple:
+    """The arrays a fresh copy of the stream ``blocks`` holds, joined (for the references and the tests)."""
+    parts = [tuple(np.array(a) for a in (b if isinstance(b, tuple) else (b,)))  # copied before the next read
+             for b in copy.deepcopy(blocks)]
+    return tuple(np.concatenate(cols) for cols in zip(*parts, strict=True))
+
+
+def _ref_online_softmax(blocks):
+    (x,) = _whole(blocks)
     m = float(np.max(x))
     l = float(np.sum(np.exp(x - m)))  # noqa: E741
-    return m, l, softmax(x)
+    return m, l
 
 
 def _cases_online_softmax(rng):
-    return [
+    rows = [
         (rng.standard_normal(7), 3),  # last block partial
         (np.array([1.0, 3.0, 2.0, 5.0, 4.0]), 2),  # the notebook's example
         (rng.standard_normal(10) * 4, 4),
@@ -51,17 +77,17 @@ def _cases_online_softmax(rng):
         (_stability.scores(rng, 8, wide=True), 3),  # near +1000 and -1000
         (_stability.scores(rng, 7, wide=False, low=True), 3),  # all near -1000: every exp underflows to 0
     ]
+    return [(Blocks((x,), block),) for x, block in rows]
 
 
 #: The right online softmax: each mistake below changes one step of it.
-_ONLINE_SOFTMAX = '''def online_softmax(x, block):
+_ONLINE_SOFTMAX = '''def online_softmax(blocks):
     m, l = -np.inf, 0.0
-    for j0 in range(0, len(x), block):
-        xb = x[j0:j0 + block]
+    for xb in blocks:
         m_new = max(m, np.max(xb))
         l = l * np.exp(m - m_new) + np.sum(np.exp(xb - m_new))
         m = m_new
-    return m, l, np.exp(x - m) / l
+    return m, l
 '''
 
 ONLINE_SOFTMAX_MISTAKES = (
@@ -71,32 +97,46 @@ ONLINE_SOFTMAX_MISTAKES = (
     Mistake("max_of_block_only", "the running maximum was replaced by the maximum of the current block; "
             "it must be m_new = max(m_old, max of the block)",
             edited(_ONLINE_SOFTMAX, ("m_new = max(m, np.max(xb))", "m_new = np.max(xb)"))),
-    Mistake("last_block_dropped", "the last, shorter block was never read (the loop stopped at the last "
-            "full block): every entry of x must be read",
-            edited(_ONLINE_SOFTMAX, ("range(0, len(x), block)", "range(0, len(x) - block + 1, block)"))),
-    Mistake("key_skipped_at_boundary", "one entry was skipped at every block boundary (blocks of "
-            "x[j0:j0 + block - 1]): the blocks must cover every entry exactly once",
-            edited(_ONLINE_SOFTMAX, ("x[j0:j0 + block]", "x[j0:j0 + max(block - 1, 1)]"))),
+    Mistake("read_twice", "the blocks were read twice, a first pass for the maximum m and a second for the "
+            "sum l: a stream is read once, and the online softmax needs one pass, rescaling the running sum "
+            "by exp(m_old - m_new) whenever the maximum grows",
+            '''def online_softmax(blocks):
+    m = -np.inf
+    for xb in blocks:
+        m = max(m, np.max(xb))
+    l = 0.0
+    for xb in blocks:
+        l = l + np.sum(np.exp(xb - m))
+    return m, l
+'''),
+    Mistake("blocks_kept", "the blocks were kept and joined into the whole row (np.concatenate(list(blocks))) "
+            "before the maximum and the sum were taken: a stream's block is gone once the next one is read "
+            "(here it becomes NaN), so keep only m and l from block to block, in one pass",
+            '''def online_softmax(blocks):
+    x = np.concatenate(list(blocks))
+    m = np.max(x)
+    return m, np.sum(np.exp(x - m))
+'''),
     Mistake("max_not_subtracted", "exp was taken of the raw scores (no running maximum): exp(1e4) overflows; "
             "subtract the running maximum m",
-            '''def online_softmax(x, block):
-    l = 0.0
-    for j0 in range(0, len(x), block):
-        l = l + np.sum(np.exp(x[j0:j0 + block]))
-    return 0.0, l, np.exp(x) / l
+            '''def online_softmax(blocks):
+    m, l = -np.inf, 0.0
+    for xb in blocks:
+        m = max(m, np.max(xb))
+        l = l + np.sum(np.exp(xb))
+    return m, l
 '''),
     Mistake("shifted_by_min", "a running minimum was kept instead of the running maximum: m must be the "
             "maximum of x, and exp(x_j - min) reaches exp(max - min), which overflows once the scores spread "
             "over more than about 709; keep m_new = max(m_old, max of the block), so that every exponent is <= 0",
-            '''def online_softmax(x, block):
+            '''def online_softmax(blocks):
     m, l = np.inf, 0.0
-    for j0 in range(0, len(x), block):
-        xb = x[j0:j0 + block]
+    for xb in blocks:
         m_new = min(m, np.min(xb))
         l = l * np.exp(m - m_new) if l > 0 else 0.0
         l = l + np.sum(np.exp(xb - m_new))
         m = m_new
-    return m, l, np.exp(x - m) / l
+    return m, l
 '''),
 )
 
@@ -173,10 +213,11 @@ ONLINE_STEP_MISTAKES = (
 )
 
 
-# --- task 3: blocked attention -----------------------------------------------------------------
+# --- task 3: blocked attention over a stream of blocks of keys and values ----------------------
 
-def _ref_blocked(Q, K, V, block):
-    return blocked_attention(Q, K, V, block=block)  # equals scaled_dot_product_attention(Q, K, V)[0]
+def _ref_blocked(Q, blocks):
+    K, V = _whole(blocks)
+    return blocked_attention(Q, K, V, block=len(K) or 1)  # equals scaled_dot_product_attention(Q, K, V)[0]
 
 
 def _cases_blocked(rng):
@@ -193,22 +234,22 @@ def _cases_blocked(rng):
         cases.append((Q, K, _stability.small(rng, (n_k, 3)), 4))
     Q, K = _stability.query_keys(rng, 4, 7, 4, wide=False, rows_signed=True)  # rows all near -1000 or +1000
     cases.append((Q, K, _stability.small(rng, (7, 3)), 3))
-    return cases
+    return [(Q, Blocks((K, V), block)) for Q, K, V, block in cases]
 
 
-_BLOCKED_TEMPLATE = '''def blocked_attention(Q, K, V, block):
+_BLOCKED_TEMPLATE = '''def blocked_attention(Q, blocks):
     n_q, d_k = Q.shape
     Q = Q / np.sqrt(d_k)
     m = np.full((n_q, 1), -np.inf)
     l = np.zeros((n_q, 1))
-    acc = np.zeros((n_q, V.shape[1]))
-    for j0 in range(0, K.shape[0], block):
-        S = Q @ K[j0:j0 + block].T
+    acc = 0.0
+    for K_B, V_B in blocks:
+        S = Q @ K_B.T
         m_new = np.maximum(m, S.max(axis=1, keepdims=True))
         c = np.exp(m - m_new)
         P = np.exp(S - m_new)
         l = l * c + P.sum(axis=1, keepdims=True)
-        acc = acc * c + P @ V[j0:j0 + block]
+        acc = acc * c + P @ V_B
         m = m_new
     return acc / l
 '''
@@ -225,13 +266,6 @@ BLOCKED_MISTAKES = (
     Mistake("sum_not_rescaled", "the running sum was not rescaled by exp(m_old - m_new) when a block raised "
             "the maximum (only the output was)",
             _blocked_with(("l = l * c + P", "l = l + P"))),
-    Mistake("last_block_dropped", "the last, shorter block of keys was dropped (the loop stopped at the last "
-            "full block): every key must be read",
-            _blocked_with(("range(0, K.shape[0], block)", "range(0, K.shape[0] - block + 1, block)"))),
-    Mistake("key_skipped_at_boundary", "one key was skipped at each block boundary (blocks "
-            "K[j0:j0 + block - 1]): the blocks must cover every key exactly once",
-            _blocked_with(("S = Q @ K[j0:j0 + block].T", "S = Q @ K[j0:j0 + block - 1].T"),
-                          ("P @ V[j0:j0 + block]", "P @ V[j0:j0 + block - 1]"))),
     Mistake("scale_missing", "the scores were not divided by sqrt(d_k): softmax(Q Kᵀ / sqrt(d_k)) V",
             _blocked_with(("    Q = Q / np.sqrt(d_k)\n", ""))),
     Mistake("not_normalised", "the output was not divided by the running sum l at the end",
@@ -247,11 +281,32 @@ BLOCKED_MISTAKES = (
                            "m_new = np.minimum(m, S.min(axis=1, keepdims=True))"),
                           ("m = np.full((n_q, 1), -np.inf)", "m = np.full((n_q, 1), np.inf)"),
                           ("c = np.exp(m - m_new)", "c = np.where(np.isinf(m), 0.0, np.exp(m - m_new))"))),
-    Mistake("last_block_clamped", "the last block was moved back to end at the last key (j0 = n_k − block), so "
-            "it overlaps the block before it and some keys were read twice; the last block may be shorter: "
-            "K[j0:j0 + block] for j0 = 0, block, 2·block, … reads every key exactly once",
-            _blocked_with(("K.shape[0], block):\n",
-                           "K.shape[0], block):\n        j0 = max(min(j0, K.shape[0] - block), 0)\n"))),
+    Mistake("read_twice", "the blocks were read twice, a first pass for each query's maximum and a second for "
+            "the sums and the output: a stream of keys is read once; keep the running m, l and acc and rescale "
+            "l and acc by exp(m_old - m_new) when a block raises the maximum",
+            '''def blocked_attention(Q, blocks):
+    Q = Q / np.sqrt(Q.shape[1])
+    m = np.full((Q.shape[0], 1), -np.inf)
+    for K_B, V_B in blocks:
+        m = np.maximum(m, (Q @ K_B.T).max(axis=1, keepdims=True))
+    l, acc = 0.0, 0.0
+    for K_B, V_B in blocks:
+        P = np.exp(Q @ K_B.T - m)
+        l = l + P.sum(axis=1, keepdims=True)
+        acc = acc + P @ V_B
+    return acc / l
+'''),
+    Mistake("blocks_kept", "the blocks were kept and joined into the whole K and V, and the full (n_q, n_k) "
+            "matrix of scores was formed: a stream's block is gone once the next one is read (here it becomes "
+            "NaN); compute one (n_q, c) tile of scores per block and keep only m, l and acc",
+            '''def blocked_attention(Q, blocks):
+    pairs = list(blocks)
+    K = np.concatenate([K_B for K_B, V_B in pairs])
+    V = np.concatenate([V_B for K_B, V_B in pairs])
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    return P / P.sum(axis=1, keepdims=True) @ V
+'''),
 )
 
 

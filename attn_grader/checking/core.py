@@ -77,8 +77,9 @@ class Task:
 
 
 def to_numpy(x):
-    """Student outputs may be torch tensors, lists or scalars: compare them as numpy arrays."""
-    if isinstance(x, tuple | list) and not all(np.isscalar(v) for v in x):
+    """Student outputs may be torch tensors, lists or scalars: compare them as numpy arrays (a tuple of
+    scalars, 0-d arrays among them, as one array)."""
+    if isinstance(x, tuple | list) and not all(np.isscalar(v) or getattr(v, "ndim", None) == 0 for v in x):
         return type(x)(to_numpy(v) for v in x) if isinstance(x, tuple) else [to_numpy(v) for v in x]
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()

@@ -20,6 +20,10 @@ an answer written by hand.
 
 Outputs go to ``WORK/out`` as ``.npy`` files (no pickles) plus ``index.json``; the grader reads them
 as untrusted data.
+
+:class:`Blocks` is here, in the one file the sandbox holds, because the streaming tasks (ps12) take it
+as an argument: the catalogue's cases hold it, the in-process check and the self-check call answers
+with it, and the job's unpickler (:class:`JobUnpickler`) rebuilds it here from this file's class.
 """
 
 import copy
@@ -38,6 +42,75 @@ ATTENTION_OPS = ("scaled_dot_product_attention", "_scaled_dot_product_attention_
                  "_transformer_encoder_layer_fwd", "_scaled_dot_product_attention_math_for_mps",
                  "_flash_attention_forward", "_efficient_attention_forward")
 blocked_calls = []
+
+
+class StreamError(RuntimeError):
+    """A second pass over a :class:`Blocks` stream."""
+
+
+class Blocks:
+    """A one-pass stream of the blocks of ``size`` rows of ``arrays`` (row-aligned): a streaming task's input.
+
+    ``for b in blocks`` yields each block once, in order: one read-only array, or a tuple of them when
+    there are several arrays (``for K_B, V_B in blocks``); the last block may be shorter.  Reading the
+    next block overwrites the previous one with NaN (its memory is reused, as a stream's buffer is), so
+    an answer that keeps the blocks to use them later (the whole of K at once, a second pass over kept
+    blocks) computes with NaN; iterating a second time raises :class:`StreamError`.  Each deep copy is a
+    fresh, unread stream (every call of an answer gets its own).
+    """
+
+    def __init__(self, arrays: tuple, size: int):
+        self.__data = tuple(np.array(a, dtype=float if np.asarray(a).dtype.kind not in "f" else None)
+                            for a in arrays)
+        self.__size = int(size)
+        self.__started = False
+
+    def __iter__(self):
+        if self.__started:
+            raise StreamError("the blocks were iterated a second time: a stream is read in one pass, one "
+                              "for loop over the blocks, keeping only the running values")
+        self.__started = True
+        return self.__blocks()
+
+    def __blocks(self):
+        kept = ()
+        try:
+            for j0 in range(0, len(self.__data[0]), self.__size):
+                for b in kept:
+                    b.fill(np.nan)  # the next block reuses the buffer: a kept block is gone
+                kept = tuple(np.array(a[j0:j0 + self.__size]) for a in self.__data)
+                views = []
+                for b in kept:
+                    v = b.view()
+                    v.flags.writeable = False
+                    views.append(v)
+                yield views[0] if len(views) == 1 else tuple(views)
+        finally:
+            for b in kept:
+                b.fill(np.nan)
+
+    def __deepcopy__(self, memo):
+        return Blocks(tuple(a.copy() for a in self.__data), self.__size)
+
+    def __reduce__(self):
+        return Blocks, (self.__data, self.__size)
+
+    def __repr__(self):
+        return f"<{len(self.__data[0])} in blocks of {self.__size}>"
+
+    def astype(self, dtype):
+        """A fresh, unread stream of the same blocks in ``dtype`` (the tests' float32 runs)."""
+        return Blocks(tuple(a.astype(dtype) for a in self.__data), self.__size)
+
+
+class JobUnpickler(pickle.Unpickler):
+    """Reads the job: NumPy's and the standard library's classes, and :class:`Blocks` from this file (the
+    grader pickles it as ``attn_grader.checking.harness.Blocks``; that package is not in the sandbox)."""
+
+    def find_class(self, module, name):
+        if module in ("attn_grader.checking.harness", "__main__") and name == "Blocks":
+            return Blocks
+        return super().find_class(module, name)
 
 
 def block_torch_attention():
@@ -88,7 +161,8 @@ class FakeIPython:
 
 
 def to_plain(x, depth=0):
-    if depth < 2 and isinstance(x, (tuple, list)) and not all(np.isscalar(v) for v in x):
+    if depth < 2 and isinstance(x, (tuple, list)) and not all(np.isscalar(v) or getattr(v, "ndim", None) == 0
+                                                              for v in x):
         return ("tuple", [to_plain(v, depth + 1) for v in x])
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
@@ -141,7 +215,7 @@ def run_task(ti, task, namespace, job, out_dir, index):
 
 def main(work):
     with open(os.path.join(work, "job.pkl"), "rb") as f:
-        job = pickle.load(f)  # written by the grader for this sandbox
+        job = JobUnpickler(f).load()  # written by the grader for this sandbox
     os.remove(os.path.join(work, "job.pkl"))
     out_dir = os.path.join(work, "out")
     os.makedirs(out_dir, exist_ok=True)
