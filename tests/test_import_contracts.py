@@ -60,7 +60,7 @@ def _broken(stdout: str) -> set[str]:
 
 STAGES = "the grader's stages import only the stages under them"
 REPORTS = "a report runs nothing: no sandbox, kernel or execution, no checking"
-CATALOGUE = "the catalogue imports only checking.core of the grader (and the harness's Blocks: ps12's streams)"
+CATALOGUE = "the catalogue imports only checking's core and harness"
 ALONE = "the sandbox launcher and the harness import nothing of ours"
 
 
