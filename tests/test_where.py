@@ -116,6 +116,7 @@ def test_the_layouts_import_the_packages_from_where_they_say(layouts):
 
 HIDDEN = r"""
 import subprocess, sys, tempfile
+from attn_grader.isolation import sandbox
 from attn_grader.isolation.mounts import import_mounts
 mounts, hidden = import_mounts(("attn_ref", "attn_grader"), with_modules=False)
 for hide in (hidden, []):
