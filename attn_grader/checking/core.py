@@ -150,7 +150,7 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
         dtype_note = (f" (your output is {got.dtype}, compared with rtol={rtol:g}, atol={atol:g})"
                       if got.dtype.kind in "fc" and got.dtype.itemsize < 8 else "")
         return (f"{path}: {int(bad.sum())} of {bad.size} values differ; first at index {where}: "
-                f"expected {expected[where]!r}, got {got[where]!r}{nan_note}{dtype_note}")
+                f"expected {expected[where].item()!r}, got {got[where].item()!r}{nan_note}{dtype_note}")
     return None
 
 
