@@ -48,6 +48,11 @@ def _is_answer(cell) -> bool:
     return bool(nbg.get("solution")) and str(nbg.get("grade_id", "")).endswith("_answer")
 
 
+def answer_sources(nb) -> dict[str, str]:
+    """{grade id: source} of a notebook's answer cells (of a release: the starter code every student was handed)."""
+    return {str(_nbg(c)["grade_id"]): _source(c) for c in nb.cells if _is_answer(c)}
+
+
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.MULTILINE | re.DOTALL)
 
 

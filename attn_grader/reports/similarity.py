@@ -160,9 +160,9 @@ def compare(answers: dict[str, dict[str, str]], starters: dict[str, str], thresh
 
 def starters_of(release) -> dict[str, str]:
     """{grade id: starter code} of a release notebook's answer cells (what every student was handed)."""
-    from ..isolation.sanitize import _is_answer, _nbg, _source
+    from ..isolation.sanitize import answer_sources
 
-    return {str(_nbg(c)["grade_id"]): _source(c) for c in release.cells if _is_answer(c)}
+    return answer_sources(release)
 
 
 # --- kept for the class report ---------------------------------------------------------------------
