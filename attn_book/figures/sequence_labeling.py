@@ -1,5 +1,5 @@
 """Figures of chapter "Sequence labeling without attention": the same FCN applied to every word
-(``window=0``, the notes' first figure) or to a window of 2w+1 words (the notes' "交叉" figure).
+(``window=0``, the notes' first figure) or to a window of radius r, 2r+1 words (the notes' "交叉" figure).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from .vector_sets import FCN_COLOR, FLOW_ARROW, LABEL_COLOR, PAD_COLOR, WORD_COL
 
 
 def draw_tagger(ax, words, tags, window: int = 0, *, title=None, highlight=None, pad_label="pad"):
-    """The same FCN on every word; with ``window = w`` each FCN also sees w words on each side.
+    """The same FCN on every word; with ``window = r`` (the radius r) each FCN also sees r words on each side.
 
     words, tags: the sentence and the predicted (or true) tags, one per word; ``highlight``: an
     index whose window is drawn in colour (default: all windows in grey, the centre word bold).
