@@ -94,17 +94,17 @@ def test_dependency_graph_titles_the_path_length(kind, k, length):
     plt.close(fig)
 
 
-@pytest.mark.parametrize("k", [2, 3])
-def test_path_length_panels_use_one_kernel_size_for_both_convolutions(k):
-    """rnn's figure and its table share k: both convolution panels are titled with it and their red
-    paths have path_length's number of edges for that k."""
+@pytest.mark.parametrize("kappa", [2, 3])
+def test_path_length_panels_use_one_kernel_size_for_both_convolutions(kappa):
+    """rnn's figure and its table share the kernel size kappa: both convolution panels are titled
+    with it and their red paths have path_length's number of edges for that kappa."""
     from attn_ref.recurrent import path_length
 
     fig, axes = plt.subplots(2, 2)
-    draw_path_lengths(axes.ravel(), 8, k)
+    draw_path_lengths(axes.ravel(), 8, kappa)
     for ax, kind in zip(axes.ravel()[2:], ("conv", "dilated_conv"), strict=True):
-        length = path_length(kind, 8, k)
-        assert ax.get_title().endswith(f", k = {k}: path length {length}")
+        length = path_length(kind, 8, kappa)
+        assert ax.get_title().endswith(f", $\\kappa = {kappa}$: path length {length}")
         assert len([a for a in ax.texts if a.arrow_patch.get_linewidth() == 2]) == length
     plt.close(fig)
 

@@ -12,9 +12,10 @@ KIND_TITLES = {"recurrent": "RNN", "attention": "self-attention", "conv": "convo
 PANELS = ("recurrent", "attention", "conv", "dilated_conv")
 
 
-def draw_dependency_graph(ax, kind, n, k):
-    """The computation graph of `kind` for n positions, a shortest a^1 -> b^n in red."""
-    nodes, edges = dependency_graph(kind, n, k)
+def draw_dependency_graph(ax, kind, n, kappa):
+    """The computation graph of `kind` for n positions (convolutions with kernel size kappa), a
+    shortest a^1 -> b^n in red."""
+    nodes, edges = dependency_graph(kind, n, kappa)
     top = max(layer for layer, _ in nodes)
     path = shortest_path(edges, (0, 0), (top, n - 1))
     on_path = set(zip(path[:-1], path[1:], strict=True))
@@ -26,17 +27,18 @@ def draw_dependency_graph(ax, kind, n, k):
                     zorder=2 if red else 1, arrowprops=arrow)
     ax.scatter([t for _, t in nodes], [layer for layer, _ in nodes], s=60,
                color="white", edgecolor="0.3", zorder=3)
-    upper = (["states h"] if kind == "recurrent"
+    upper = (["states $h$"] if kind == "recurrent"
              else [f"layer {layer}" for layer in range(1, top + 1)])
-    ax.set_yticks(range(top + 1), ["inputs a"] + upper)
+    ax.set_yticks(range(top + 1), ["inputs $a$"] + upper)
     ax.set_xticks(range(n), [str(t + 1) for t in range(n)])
-    kernel = f", k = {k}" if "conv" in kind else ""
-    ax.set(xlabel="position", xlim=(-0.6, n - 0.4), ylim=(-0.4, top + 0.4),
-           title=f"{KIND_TITLES[kind]}{kernel}: path length {len(path) - 1}")
+    length = len(path) - 1
+    title = (f"{KIND_TITLES[kind]}, $\\kappa = {kappa}$: path length {length}" if "conv" in kind
+             else f"{KIND_TITLES[kind]}: path length {length}")
+    ax.set(xlabel="position", xlim=(-0.6, n - 0.4), ylim=(-0.4, top + 0.4), title=title)
 
 
-def draw_path_lengths(axes, n, k):
+def draw_path_lengths(axes, n, kappa):
     """The four computation graphs of :data:`PANELS` on ``axes``, both convolutions with the same
-    kernel size ``k`` (the one the chapter's table of path lengths uses)."""
+    kernel size ``kappa`` (the one the chapter's table of path lengths uses)."""
     for ax, kind in zip(axes, PANELS, strict=True):
-        draw_dependency_graph(ax, kind, n, k)
+        draw_dependency_graph(ax, kind, n, kappa)
