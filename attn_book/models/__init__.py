@@ -31,7 +31,6 @@ from .vision import (
     TinyCNN,
     TinyViT,
     attention_spread,
-    digits_data_size_curve,
     digits_split,
 )
 
@@ -48,7 +47,6 @@ __all__ = [
     "accuracy",
     "attention_spread",
     "cross_entropy",
-    "digits_data_size_curve",
     "digits_split",
     "logits_of",
     "make_tagger",

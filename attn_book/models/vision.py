@@ -3,7 +3,7 @@
 * Self-attention vs CNN on little data (Dosovitskiy et al. 2021, "An Image is Worth 16x16 Words",
   fig. 3-4: ViT beats CNNs only with much data): :class:`TinyCNN` and :class:`TinyViT` (patches +
   positional embedding + one self-attention layer + classifier) trained on subsets of scikit-learn's
-  8x8 digits (:func:`digits_data_size_curve`).
+  8x8 digits (the cnn chapter's data-size experiment trains them with early stopping).
 * Self-attention as a CNN with a learned receptive field (Cordonnier et al. 2020):
   :class:`GaussianAttentionClassifier`, whose heads learn where to look and how wide, and
   :func:`attention_spread`, which measures how wide they look.
@@ -16,7 +16,6 @@ import torch
 from torch import nn
 
 from .layers import SelfAttention
-from .training import accuracy, train_classifier
 
 
 class TinyCNN(nn.Module):
@@ -137,27 +136,3 @@ def digits_split(test_size: int = 597):
     order = torch.from_numpy(np.random.default_rng(0).permutation(len(X)))
     test, pool = order[:test_size], order[test_size:]
     return X[pool], y[pool], X[test], y[test]
-
-
-def digits_data_size_curve(sizes, *, seeds=(0, 1, 2), steps: int = 300, test_size: int = 597):
-    """Test accuracy of :class:`TinyCNN` and :class:`TinyViT` trained on growing subsets of sklearn's digits.
-
-    The 1797 digits are split once (seeded) into a test set of ``test_size`` images and a pool;
-    for each size and seed the first ``size`` images of a seeded shuffle of the pool train both
-    models with the same steps and seed.  Returns {"cnn": (len(sizes), len(seeds)), "vit": ...}
-    arrays of test accuracies, and "cnn_train", "vit_train": the accuracies on the training images.
-    """
-    X_pool, y_pool, X_test, y_test = digits_split(test_size)
-    if max(sizes) > len(X_pool):
-        raise ValueError(f"sizes: expected at most {len(X_pool)} training images, got {max(sizes)}")
-    result = {key: np.zeros((len(sizes), len(seeds))) for key in ("cnn", "vit", "cnn_train", "vit_train")}
-    for s, seed in enumerate(seeds):
-        shuffled = torch.from_numpy(np.random.default_rng(seed + 1).permutation(len(X_pool)))
-        for i, size in enumerate(sizes):
-            train = shuffled[:size]
-            for name, cls in (("cnn", TinyCNN), ("vit", TinyViT)):
-                torch.manual_seed(seed)
-                model = train_classifier(cls(), X_pool[train], y_pool[train], steps=steps, seed=seed)
-                result[name][i, s] = accuracy(model, X_test, y_test)
-                result[name + "_train"][i, s] = accuracy(model, X_pool[train], y_pool[train])
-    return result
