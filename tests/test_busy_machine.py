@@ -22,7 +22,7 @@ from attn_book.timing import busy_processes
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 #: the chapters that measure a time (and assert on what they measure, or print it)
-TIMING_CHAPTERS = ["matrix_form", "efficient", "rnn", "positional"]
+TIMING_CHAPTERS = ["efficient", "rnn"]
 CELL_TIMEOUT = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]
 
 pytestmark = pytest.mark.xdist_group("busy machine")  # one chapter at a time, on one worker

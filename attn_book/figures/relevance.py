@@ -171,14 +171,14 @@ def _draw_projections(ax, a_i, a_j, q, k, i, j, norm, y_q, y_k, op):
 def draw_additive(ax, a_i, a_j, W_q, W_k, w, *, i=1, j=2, title=None):
     """The additive diagram (Bahdanau et al. 2015): alpha_{i,j} = w^T tanh(W^q a^i + W^k a^j).
 
-    a_i, a_j: (d_in,); W_q, W_k: (d_h, d_in); w: (d_h,).  Returns ``{"cells": [...], "alpha": float}``.
+    a_i, a_j: (d_in,); W_q, W_k: (d_k, d_in); w: (d_k,).  Returns ``{"cells": [...], "alpha": float}``.
     """
     a_i, a_j, w = as_array(a_i, "a_i"), as_array(a_j, "a_j"), as_array(w, "w")
     W_q, W_k = as_array(W_q, "W_q"), as_array(W_k, "W_k")
-    check_dim(W_q.shape[1], a_i.shape[0], "W_q's columns vs a_i's d_in", "(d_h, d_in)", W_q.shape)
-    check_dim(W_k.shape[1], a_j.shape[0], "W_k's columns vs a_j's d_in", "(d_h, d_in)", W_k.shape)
-    check_dim(w.shape[0], W_q.shape[0], "w's length vs d_h", "(d_h,)", w.shape)
-    q, k = W_q @ a_i, W_k @ a_j  # (d_h,)
+    check_dim(W_q.shape[1], a_i.shape[0], "W_q's columns vs a_i's d_in", "(d_k, d_in)", W_q.shape)
+    check_dim(W_k.shape[1], a_j.shape[0], "W_k's columns vs a_j's d_in", "(d_k, d_in)", W_k.shape)
+    check_dim(w.shape[0], W_q.shape[0], "w's length vs d_k", "(d_k,)", w.shape)
+    q, k = W_q @ a_i, W_k @ a_j  # (d_k,)
     s = q + k
     t = np.tanh(s)
     alpha = float(w @ t)
@@ -188,7 +188,7 @@ def draw_additive(ax, a_i, a_j, W_q, W_k, w, *, i=1, j=2, title=None):
     cells += _column(ax, s, 4.0, 0, f"$q^{i}+k^{j}$", norm=norm)
     arrow(ax, (4.55, 0), (5.9, 0), "tanh")
     cells += _column(ax, t, 6.0, 0, "tanh", norm=norm)
-    arrow(ax, (6.55, 0), (7.9, 0), "$W$")
+    arrow(ax, (6.55, 0), (7.9, 0), r"$w^\top$")
     ax.text(8.0, 0, f"$\\alpha_{{{i},{j}}} = {alpha:.2f}$", ha="left", va="center", fontsize=13)
     half = max(len(a_i), len(q)) * 0.2
     finish(ax, -0.3, 10.0, y_k - half - 0.4, y_q + half + 0.6, title)
