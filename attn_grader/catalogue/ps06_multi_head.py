@@ -4,7 +4,8 @@ Practises the chapter "Multi-head self-attention" (多头自注意力), in the b
 (``n_heads``) of width d_k = d_model / H; head ℓ = 1..H (index ℓ - 1 in code) uses the rows
 (ℓ-1) d_k .. ℓ d_k - 1 of W^q, W^k, W^v (its q^{i,ℓ}, k^{j,ℓ}, v^{j,ℓ} are those columns of Q, K, V),
 computes softmax(q k^T / sqrt(d_k)) v, and the heads' outputs b^{i,ℓ} are concatenated in head
-order and multiplied by W^O.  Row layout: X (n, d_model), row i - 1 is a^i; weights have
+order and multiplied by W^O; task 4 tells what a head does from its weights (previous token, same word,
+uniform: the ideal map nearest in summed absolute difference).  Row layout: X (n, d_model), row i - 1 is a^i; weights have
 nn.Linear's shape (d_out, d_in) and no biases.
 References: :func:`attn_ref.multihead.split_heads`, :func:`~attn_ref.multihead.merge_heads`,
 :func:`~attn_ref.multihead.multi_head_attention`.
@@ -18,6 +19,7 @@ from attn_ref.multihead import merge_heads, multi_head_attention, split_heads
 
 from ..checking.core import Mistake, Task
 from . import _stability
+from ._shared import edited
 
 ASSIGNMENT = "ps06_multi_head"
 #: The notebook's setup cell.
@@ -260,8 +262,82 @@ MHA_MISTAKES = (
 )
 
 
+# --- task 4: what each head does ------------------------------------------------------------------
+
+#: The three roles, in the order of their codes.
+ROLES = ("previous token", "same word", "uniform")
+
+
+def _ideal_maps(tokens):
+    """The three ideal (n, n) weight matrices, row = query: previous token (the first token, which has none,
+    on itself), same word (uniform over the positions holding the query's word, itself included), uniform."""
+    tokens = np.asarray(tokens)
+    n = len(tokens)
+    previous = np.zeros((n, n))
+    previous[0, 0] = 1.0
+    previous[np.arange(1, n), np.arange(n - 1)] = 1.0
+    same = (tokens[:, None] == tokens[None, :]).astype(float)
+    same /= same.sum(axis=1, keepdims=True)
+    return previous, same, np.full((n, n), 1.0 / n)
+
+
+def _ref_roles(weights, tokens):
+    ideals = _ideal_maps(tokens)
+    weights = np.asarray(weights, dtype=float)
+    distances = np.array([[np.abs(w - ideal).sum() for ideal in ideals] for w in weights])  # (H, 3)
+    return np.argmin(distances, axis=1)
+
+
+def _noisy(rng, ideal, noise):
+    """A weight matrix near ``ideal``: (1 - noise) ideal + noise times random rows that sum to 1."""
+    r = rng.random(ideal.shape)
+    return (1 - noise) * ideal + noise * r / r.sum(axis=1, keepdims=True)
+
+
+def _roles_args(rng, tokens, roles, noise):
+    ideals = _ideal_maps(tokens)
+    return (np.stack([_noisy(rng, ideals[r], noise) for r in roles]), np.asarray(tokens))
+
+
+def _cases_roles(rng):
+    return [
+        _roles_args(rng, [0, 1, 2, 0, 1, 0, 3, 2], [0, 1, 2, 1, 0], 0.3),  # first: every mistake differs
+        _roles_args(rng, [5, 6, 5, 7, 5, 6], [2, 1, 0], 0.2),
+        _roles_args(rng, [1, 2, 3, 1], [1, 0], 0.0),                        # exact maps
+        _roles_args(rng, [0, 0, 1, 1, 2, 2, 0], [2, 2, 1, 0], 0.4),
+        _roles_args(rng, list(rng.integers(0, 4, size=10)) + [9], [0, 1, 2], 0.25),
+    ]
+
+
+_ROLES = '''def head_roles(weights, tokens):
+    n = len(tokens)
+    previous = np.zeros((n, n))
+    previous[0, 0] = 1.0
+    previous[np.arange(1, n), np.arange(n - 1)] = 1.0
+    same = (tokens[:, None] == tokens[None, :]).astype(float)
+    same = same / same.sum(axis=1, keepdims=True)
+    uniform = np.full((n, n), 1.0 / n)
+    return np.array([np.argmin([np.abs(w - m).sum() for m in (previous, same, uniform)]) for w in weights])
+'''
+
+ROLES_MISTAKES = (
+    Mistake("next_token", "the 'previous token' map put each query's weight on the *next* token (row i - 1, column "
+            "i); a previous-token head puts query i's weight on key i - 1, below the diagonal",
+            edited(_ROLES, ("previous[np.arange(1, n), np.arange(n - 1)] = 1.0",
+                            "previous[np.arange(n - 1), np.arange(1, n)] = 1.0"),
+                   ("previous[0, 0] = 1.0", "previous[n - 1, n - 1] = 1.0"))),
+    Mistake("same_word_not_normalised", "the 'same word' map was left as 0s and 1s; it is a weight matrix like the "
+            "others: query i spreads its weight 1 over the positions of its word (each row adds up to 1)",
+            edited(_ROLES, ("    same = same / same.sum(axis=1, keepdims=True)\n", ""))),
+    Mistake("maps_transposed", "each head's weights were read as columns (weights[l].T); row i - 1 of a head's "
+            "(n, n) weights holds query i's weights over the keys, as in task 3",
+            edited(_ROLES, ("np.abs(w - m)", "np.abs(w.T - m)"))),
+)
+
+
 TASKS = [
     Task(ASSIGNMENT, "split_heads", _ref_split, _cases_split, SPLIT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "merge_heads", _ref_merge, _cases_merge, MERGE_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "multi_head_attention", _ref_mha, _cases_mha, MHA_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "head_roles", _ref_roles, _cases_roles, ROLES_MISTAKES, setup=SETUP),
 ]
