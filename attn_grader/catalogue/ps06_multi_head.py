@@ -5,7 +5,8 @@ Practises the chapter "Multi-head self-attention" (多头自注意力), in the b
 (ℓ-1) d_k .. ℓ d_k - 1 of W^q, W^k, W^v (its q^{i,ℓ}, k^{j,ℓ}, v^{j,ℓ} are those columns of Q, K, V),
 computes softmax(q k^T / sqrt(d_k)) v, and the heads' outputs b^{i,ℓ} are concatenated in head
 order and multiplied by W^O; task 4 tells what a head does from its weights (previous token, same word,
-uniform: the ideal map nearest in summed absolute difference).  Row layout: X (n, d_model), row i - 1 is a^i; weights have
+uniform: the ideal map nearest in summed absolute difference).  Row layout: X (n, d_model), row i - 1 is a^i;
+weights have
 nn.Linear's shape (d_out, d_in) and no biases.
 References: :func:`attn_ref.multihead.split_heads`, :func:`~attn_ref.multihead.merge_heads`,
 :func:`~attn_ref.multihead.multi_head_attention`.
@@ -53,7 +54,8 @@ SPLIT_MISTAKES = (
     n, d = X.shape
     return X.reshape(h, n, d // h)
 '''),
-    Mistake("interleaved_features", "head ℓ got every H-th feature (columns ℓ, ℓ + H, ℓ + 2H, ... counted from 1); head ℓ "
+    Mistake("interleaved_features", "head ℓ got every H-th feature (columns ℓ, ℓ + H, ℓ + 2H, ... counted "
+            "from 1); head ℓ "
             "takes the d_k consecutive columns (ℓ - 1) d_k + 1 .. ℓ d_k",
             '''def split_heads(X, h):
     n, d = X.shape
@@ -65,7 +67,7 @@ SPLIT_MISTAKES = (
     return X.reshape(n, h, d // h)
 '''),
     Mistake("rows_and_columns_swapped", "each head was returned transposed, (H, d_k, n); head ℓ is an (n, d_k) "
-            "matrix whose row i - 1 is q^{i,ℓ}",
+            "matrix whose row i - 1 is q^(i,ℓ)",
             '''def split_heads(X, h):
     n, d = X.shape
     return X.reshape(n, h, d // h).transpose(1, 2, 0)
@@ -172,7 +174,7 @@ def _mha_mistake(body: str) -> str:
 
 MHA_MISTAKES = (
     Mistake("weights_transposed", "the weights were used untransposed (X @ W_q instead of X @ W_q.T); they have "
-            "the shape of torch.nn.Linear.weight, (d_out, d_in), so Q = X (W^q)ᵀ, and out = merge(...) (W^O)ᵀ",
+            "the shape of torch.nn.Linear.weight, (d_out, d_in), so Q = X W_qᵀ, and out = merge(...) W_Oᵀ",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q, h), _split(X @ W_k, h), _split(X @ W_v, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
@@ -185,15 +187,15 @@ MHA_MISTAKES = (
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d))
     return _merge(w @ V) @ W_o.T, w
 ''')),
-    Mistake("no_scaling", "the scores were not divided by sqrt(d_k): each head's scores are q^{i,ℓ} · k^{j,ℓ} "
+    Mistake("no_scaling", "the scores were not divided by sqrt(d_k): each head's scores are q^(i,ℓ) · k^(j,ℓ) "
             "/ sqrt(d_k), d_k = d_model / H, so that the softmax does not saturate as d_k grows",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1))
     return _merge(w @ V) @ W_o.T, w
 ''')),
-    Mistake("w_o_forgotten", "the concatenated heads were returned without the output projection W^O: "
-            "bⁱ = W^O [b^{i,1}; …; b^{i,H}]",
+    Mistake("w_o_forgotten", "the concatenated heads were returned without the output projection W_O: "
+            "bⁱ = W_O [b^(i,1); …; b^(i,H)]",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
@@ -222,7 +224,7 @@ MHA_MISTAKES = (
     return _merge(w @ V) @ W_o.T, w
 ''')),
     Mistake("heads_averaged", "the heads' attention weights were averaged into one (n, n) matrix applied "
-            "to all the values; each head applies its own weights to its own values (head ℓ's v^{j,ℓ}), and the "
+            "to all the values; each head applies its own weights to its own values (head ℓ's v^(j,ℓ)), and the "
             "heads are concatenated",
             _mha_mistake('''    n, d = X.shape
     Q, K = _split(X @ W_q.T, h), _split(X @ W_k.T, h)
@@ -236,7 +238,7 @@ MHA_MISTAKES = (
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h), axis=-2)
     return _merge(w @ V) @ W_o.T, w
 ''')),
-    Mistake("one_head_for_all", "all heads used the full W^q, W^k, W^v (one single-head attention); head ℓ "
+    Mistake("one_head_for_all", "all heads used the full W_q, W_k, W_v (one single-head attention); head ℓ "
             "uses only its d_k rows (ℓ - 1) d_k + 1 .. ℓ d_k of each",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T

@@ -20,7 +20,7 @@ from ..checking.core import Mistake, Task
 
 ASSIGNMENT = "ps07_positional"
 #: The notebook's setup cell: NumPy, and the tested softmax and row-layout self-attention task 4 uses
-#: (tests/test_exercise_setups.py compares them with attn_ref).
+#: (tests/test_ps07_ps08_ps09_setups.py compares them with attn_ref).
 SETUP = '''import numpy as np
 
 
@@ -58,14 +58,15 @@ def _table_mistake(angles: str, fill: str = "    PE[:, 0::2] = np.sin(angles)\n 
 
 
 TABLE_MISTAKES = (
-    Mistake("sin_cos_swapped", "cos was put on the even dimensions and sin on the odd ones; e^i_{2m} is "
-            "the sine, e^i_{2m+1} the cosine",
+    Mistake("sin_cos_swapped", "cos was put on the even dimensions and sin on the odd ones; eⁱ₂ₘ is "
+            "the sine, eⁱ₂ₘ₊₁ the cosine",
             _table_mistake("pos / 10000 ** (2 * i / d)",
                            "    PE[:, 0::2] = np.cos(angles)\n    PE[:, 1::2] = np.sin(angles)\n")),
     Mistake("exponent_i_over_d", "the exponent was m/d_model instead of 2m/d_model (m counts the (sin, cos) pairs), "
             "so the frequencies fall only half as fast",
             _table_mistake("pos / 10000 ** (i / d)")),
-    Mistake("exponent_per_dimension", "each dimension j got its own frequency 10000^(-j/d_model) (or 10000^(-2j/d_model)); "
+    Mistake("exponent_per_dimension", "each dimension j got its own frequency 10000^(-j/d_model) "
+            "(or 10000^(-2j/d_model)); "
             "the sine and cosine of a pair share one frequency ω_m = 10000^(-2m/d_model)",
             "def sinusoidal_table(n, d):\n"
             "    pos = np.arange(n)[:, None]\n"
@@ -86,7 +87,7 @@ TABLE_MISTAKES = (
             _table_mistake("pos * 10000 ** (2 * i / d)")),
     Mistake("block_layout_of_fairseq", "this is the layout of fairseq and tensor2tensor: all sines, then all "
             "cosines, with frequencies 10000^(-m/(d_model/2 - 1)); the table of Vaswani et al. (and this task) "
-            "interleaves them (e^i_{2m} = sin, e^i_{2m+1} = cos) with frequencies ω_m = 10000^(-2m/d_model)",
+            "interleaves them (eⁱ₂ₘ = sin, eⁱ₂ₘ₊₁ = cos) with frequencies ω_m = 10000^(-2m/d_model)",
             "import math\n\n\ndef sinusoidal_table(n, d):\n"
             "    half = d // 2\n"
             "    freq = np.exp(np.arange(half) * -(math.log(10000) / (half - 1)))  # d = 2: ZeroDivisionError\n"
@@ -94,7 +95,7 @@ TABLE_MISTAKES = (
             "    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)\n"),
     Mistake("block_layout_of_tensor2tensor", "this is the layout of tensor2tensor: all sines, then all cosines, "
             "with frequencies 10000^(-m/max(d_model/2 - 1, 1)); the table of Vaswani et al. (and this task) "
-            "interleaves them (e^i_{2m} = sin, e^i_{2m+1} = cos) with frequencies ω_m = 10000^(-2m/d_model)",
+            "interleaves them (eⁱ₂ₘ = sin, eⁱ₂ₘ₊₁ = cos) with frequencies ω_m = 10000^(-2m/d_model)",
             "import math\n\n\ndef sinusoidal_table(n, d):\n"
             "    half = d // 2\n"
             "    freq = np.exp(np.arange(half) * -(math.log(10000) / max(half - 1, 1)))\n"
@@ -147,7 +148,8 @@ ADD_MISTAKES = (
     n, d = X.shape[-2], X.shape[-1]
     return np.concatenate([X, np.broadcast_to(_table(n, d), X.shape)], axis=-1)
 '''),
-    Mistake("positions_from_1", "the positions were counted from 1; row 0 of each sequence is position i = 0 and gets e⁰",
+    Mistake("positions_from_1", "the positions were counted from 1; row 0 of each sequence is position i = 0 "
+            "and gets e⁰",
             _TABLE + '''def add_positions(X):
     return X + _table(X.shape[-2], X.shape[-1], first=1)
 '''),

@@ -21,7 +21,7 @@ from . import _stability
 
 ASSIGNMENT = "ps08_speech_images"
 #: The notebook's setup cell: NumPy and the tested masked softmax the tasks may call
-#: (tests/test_exercise_setups.py compares it with attn_ref).
+#: (tests/test_ps07_ps08_ps09_setups.py compares it with attn_ref).
 SETUP = '''import numpy as np
 
 
@@ -187,7 +187,8 @@ def _cases_patchify(rng):
 
 
 PATCHIFY_MISTAKES = (
-    Mistake("patches_column_major", "the patches were numbered column by column; the patch whose top-left pixel is img[y * p, x * p] must be "
+    Mistake("patches_column_major", "the patches were numbered column by column; the patch whose top-left pixel "
+            "is img[y * p, x * p] must be "
             "number y * (n_x / p) + x (row by row)",
             '''def patchify(img, p):
     H, W, C = img.shape
@@ -200,7 +201,8 @@ PATCHIFY_MISTAKES = (
     H, W, C = img.shape
     return img.reshape((H // p) * (W // p), p * p * C)
 '''),
-    Mistake("channels_first_in_patch", "each patch was flattened channel-major (channel, row, column), as torch's unfold "
+    Mistake("channels_first_in_patch", "each patch was flattened channel-major (channel, row, column), as "
+            "torch's unfold "
             "does; the task asks for (row, column, channel): the d_in values of each pixel together",
             '''def patchify(img, p):
     H, W, C = img.shape

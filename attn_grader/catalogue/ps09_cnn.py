@@ -27,7 +27,7 @@ from ..checking.core import Mistake, Task
 from ._shared import edited
 
 ASSIGNMENT = "ps09_cnn"
-#: The notebook's setup cell: NumPy and the heads' centres of attention (tests/test_exercise_setups.py compares
+#: The notebook's setup cell: NumPy and the heads' centres of attention (tests/test_ps07_ps08_ps09_setups.py compares
 #: kernel_offsets with attn_ref's).
 SETUP = '''import numpy as np
 
@@ -202,12 +202,14 @@ ATTENTION_CONV_MISTAKES = (
             edited(_HEADS, ("kernel.ravel()[h]", "kernel.T.ravel()[h]"))),
     Mistake("keys_inside_image_only", "the keys were only the pixels inside the image, so a head whose offset "
             "leaves the image attends to the nearest pixel inside (replicate padding); the keys are all the "
-            "pixels of the zero-padded image, as Conv2d reads zeros there, and A has N = (n_y + 2⌊κ/2⌋)(n_x + 2⌊κ/2⌋) columns",
+            "pixels of the zero-padded image, as Conv2d reads zeros there, and A has "
+            "N = (n_y + 2⌊κ/2⌋)(n_x + 2⌊κ/2⌋) columns",
             edited(_HEADS, ("A = np.zeros((K * K, H * W, x_pad.size))", "A = np.zeros((K * K, H * W, H * W))"),
                    ("S[h][queries]", "S[h][queries][:, queries]"),
                    ("(A[h] @ x_pad.ravel())", "(A[h] @ x.ravel())"))),
     Mistake("queries_include_padding", "the queries were all the pixels of the padded image; the queries are "
-            "the image's own n_y*n_x pixels (padded pixel (y + κ//2, x + κ//2) for image pixel (y, x)), the keys all the "
+            "the image's own n_y*n_x pixels (padded pixel (y + κ//2, x + κ//2) for image "
+            "pixel (y, x)), the keys all the "
             "padded ones",
             edited(_HEADS, ("queries = ((rows + p) * (W + 2 * p) + (cols + p)).ravel()",
                             "queries = np.arange(x_pad.size)"),
@@ -269,7 +271,8 @@ FIELD_MISTAKES = (
     Mistake("layers_for_the_centre", "the layers needed were counted for a pixel at the centre of the image; the "
             "pixel (y, x) must reach the farthest pixel from it, max(y, n_y - 1 - y, x, n_x - 1 - x) rows or "
             "columns away, which for a pixel near a border is farther",
-            edited(_FIELD, ("farthest = max(y, n_y - 1 - y, x, n_x - 1 - x)", "farthest = max(n_y - 1, n_x - 1) // 2"))),
+            edited(_FIELD, ("farthest = max(y, n_y - 1 - y, x, n_x - 1 - x)",
+                            "farthest = max(n_y - 1, n_x - 1) // 2"))),
 )
 
 

@@ -54,13 +54,13 @@ RNN_MISTAKES = (
     Mistake("state_not_carried", "the hidden state was reset to zero at every step, so hᵗ only saw aᵗ; the "
             "memory hᵗ⁻¹ of the previous step must enter hᵗ",
             _rnn_mistake("        h = np.tanh(W_xh @ x[t] + W_hh @ np.zeros_like(h) + b)\n")),
-    Mistake("W_hh_transposed", "W^rec was transposed: the new state uses W_rec @ h (W^rec hᵗ⁻¹), not h @ W_rec "
-            "(= (W^rec)ᵀ hᵗ⁻¹)",
+    Mistake("W_hh_transposed", "W_rec was transposed: the new state uses W_rec @ h (W_rec hᵗ⁻¹), not h @ W_rec "
+            "(= W_recᵀ hᵗ⁻¹)",
             _rnn_mistake("        h = np.tanh(W_xh @ x[t] + W_hh.T @ h + b)\n")),
-    Mistake("input_row_times_W_in", "the input was multiplied from the left, a[t] @ W_in (= (W^in)ᵀ aᵗ); W^in has "
-            "the shape (d_hid, d_in) of torch.nn.Linear.weight, so the input enters as W_in @ a[t] (W^in aᵗ)",
+    Mistake("input_row_times_W_in", "the input was multiplied from the left, a[t] @ W_in (= W_inᵀ aᵗ); W_in has "
+            "the shape (d_hid, d_in) of torch.nn.Linear.weight, so the input enters as W_in @ a[t] (W_in aᵗ)",
             _rnn_mistake("        h = np.tanh(x[t] @ W_xh + W_hh @ h + b)\n")),
-    Mistake("tanh_forgotten", "the tanh was forgotten: hᵗ = tanh(W^in aᵗ + W^rec hᵗ⁻¹ + β^h)",
+    Mistake("tanh_forgotten", "the tanh was forgotten: hᵗ = tanh(W_in aᵗ + W_rec hᵗ⁻¹ + β_h)",
             _rnn_mistake("        h = W_xh @ x[t] + W_hh @ h + b\n")),
     Mistake("states_shifted", "row t - 1 holds hᵗ⁻¹ instead of hᵗ (the state was stored before the update): "
             "row 0 must be h¹, the state after reading a¹",
@@ -85,7 +85,7 @@ def _ref_path_lengths(n, k=3):
 def _cases_path(rng):
     return [(10, 3), (1, 3), (6, 4), (9, 3), (10, 4), (8, 3), (1, 2), (2, 2), (int(rng.integers(20, 200)), 2),
             (int(rng.integers(20, 200)), 5), (27, 3), (28, 3),
-            (125, 5), (216, 6), (1000, 10)]  # exact powers: a float logarithm rounds up there (log(125)/log(5) = 3.0000000000000004)
+            (125, 5), (216, 6), (1000, 10)]  # exact powers: log(125) / log(5) = 3.0000000000000004 rounds up
 
 
 def _path_mistake(recurrent="n", conv="max(1, -(-(n - 1) // (k - 1)))", dilated="max(1, L)") -> str:
@@ -164,7 +164,7 @@ BIRNN_MISTAKES = (
             "as torch.nn.RNN(bidirectional=True) returns it",
             edited(_BIRNN, ("[forward, backward]", "[backward, forward]"))),
     Mistake("forward_weights_twice", "the backward RNN used the forward weights; each direction has its own "
-            "W^in, W^rec and β^h",
+            "W_in, W_rec and β_h",
             edited(_BIRNN, ("_rnn(a[::-1], W_in_b, W_rec_b, beta_b)", "_rnn(a[::-1], W_in_f, W_rec_f, beta_f)"))),
 )
 

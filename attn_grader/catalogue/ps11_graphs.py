@@ -289,7 +289,7 @@ GAT_MISTAKES = (
     Mistake("plain_relu", "a plain ReLU was used; GAT uses LeakyReLU with negative slope 0.2, which keeps "
             "negative scores apart",
             _gat_mistake(_SCORE, "np.maximum(e, 0.0)", _MASKED)),
-    Mistake("activation_missing", "the LeakyReLU was left out: α_{i,j} = LeakyReLU(g_dst · Θaⁱ + g_src · Θaʲ)",
+    Mistake("activation_missing", "the LeakyReLU was left out: αᵢⱼ = LeakyReLU(g_dst · Θaⁱ + g_src · Θaʲ)",
             _gat_mistake(_SCORE, "e", _MASKED)),
     Mistake("src_dst_swapped", "g_src and g_dst were swapped: g_dst scores the receiving node i (the query, "
             "row), g_src the sending neighbour j (column)",
@@ -298,10 +298,10 @@ GAT_MISTAKES = (
             "node i (row) may attend to node j",
             _gat_mistake(_SCORE, _LEAKY, _MASKED.replace("np.where(A,", "np.where(A.T,"))),
     Mistake("aggregating_X", "the weights mixed the untransformed features aʲ (alpha @ X); GAT mixes the "
-            "transformed ones: bⁱ = Σ_j α'_{i,j} Θaʲ (alpha @ (X @ Theta.T))",
+            "transformed ones: bⁱ = Σ_j α′ᵢⱼ Θaʲ (alpha @ (X @ Theta.T))",
             _gat_mistake(_SCORE, _LEAKY, _MASKED).replace("return alpha @ H, alpha", "return alpha @ X, alpha")),
     Mistake("scores_from_X", "the scores were computed from the untransformed features (g · aⁱ); GAT scores the "
-            "transformed ones: α_{i,j} = LeakyReLU(g_dst · Θaⁱ + g_src · Θaʲ)",
+            "transformed ones: αᵢⱼ = LeakyReLU(g_dst · Θaⁱ + g_src · Θaʲ)",
             _gat_mistake("(X @ a_dst)[:, None] + (X @ a_src)[None, :]", _LEAKY, _MASKED)),
     Mistake("self_loops_added", "a self-loop was added to every node; the mask is used as given (the graph decides "
             "whether a node attends to itself)",
@@ -381,7 +381,8 @@ REACH_MISTAKES = (
     Mistake("within_L_hops", "every node was taken to keep its own features from layer to layer (walks of at "
             "most L edges, as with self-loops); a layer attends only where the mask allows: without a self-loop "
             "node i's output holds nothing of aⁱ, so after L layers node i sees the nodes L edges away, exactly",
-            edited(_REACH, ("R = ((M @ R) > 0).astype(int)", "R = (((M + np.eye(len(mask), dtype=int)) @ R) > 0).astype(int)"))),
+            edited(_REACH, ("R = ((M @ R) > 0).astype(int)",
+                            "R = (((M + np.eye(len(mask), dtype=int)) @ R) > 0).astype(int)"))),
     Mistake("direction_reversed", "the walks were followed against the edges (the mask transposed); mask[i, j] "
             "True means node i reads node j, so j's features reach i",
             edited(_REACH, ("M = mask.astype(int)", "M = mask.T.astype(int)"))),
