@@ -36,7 +36,7 @@ EXPECTED = {
     "ps03_relevance.softmax", "ps03_relevance.attention_weights", "ps04_step_by_step.normalise",
     "ps04_step_by_step.output_for_query", "ps05_matrix_form.attention_matrix",
     "ps05_matrix_form.self_attention_columns", "ps05_matrix_form.self_attention_rows",
-    "ps06_multi_head.multi_head_attention", "ps08_speech_images.truncated_attention", "ps10_rnn.attention_all",
+    "ps06_multi_head.multi_head_attention", "ps08_speech_images.truncated_attention",
     "ps11_graphs.masked_softmax", "ps11_graphs.graph_attention", "ps12_efficient.online_softmax",
     "ps12_efficient.online_step", "ps12_efficient.blocked_attention",
 }
@@ -99,7 +99,6 @@ SCORES = {
     "ps06_multi_head.multi_head_attention": lambda X, W_q, W_k, W_v, W_o, h: _rows(
         _split(X @ W_q.T, h) @ _split(X @ W_k.T, h).transpose(0, 2, 1) / np.sqrt(X.shape[1] // h)),
     "ps08_speech_images.truncated_attention": _band,
-    "ps10_rnn.attention_all": lambda x, W_q, W_k, W_v: (x @ W_q.T) @ (x @ W_k.T).T / np.sqrt(W_q.shape[0]),
     "ps11_graphs.masked_softmax": lambda scores, mask: np.where(mask, scores, np.nan),
     "ps11_graphs.graph_attention": _gat,
     "ps12_efficient.online_softmax": lambda blocks: _rows(_whole(blocks)[0]),

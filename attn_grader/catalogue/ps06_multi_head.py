@@ -1,9 +1,12 @@
 """Catalogue of ps06_multi_head: split the heads, merge them, and the whole multi-head layer.
 
-Practises the chapter "Multi-head self-attention" (多头注意力): head h uses the rows
-h*d_h:(h+1)*d_h of W_q, W_k, W_v (its q^{i,h}, k^{i,h}, v^{i,h} are those columns of Q, K, V),
-computes softmax(q k^T / sqrt(d_h)) v, and the heads' outputs b^{i,h} are concatenated in head
-order and multiplied by W_o.  Row layout: X (n, d_model), row i is a^i; weights have
+Practises the chapter "Multi-head self-attention" (多头自注意力), in the book's notation: H heads
+(``n_heads``) of width d_k = d_model / H; head ℓ = 1..H (index ℓ - 1 in code) uses the rows
+(ℓ-1) d_k .. ℓ d_k - 1 of W^q, W^k, W^v (its q^{i,ℓ}, k^{j,ℓ}, v^{j,ℓ} are those columns of Q, K, V),
+computes softmax(q k^T / sqrt(d_k)) v, and the heads' outputs b^{i,ℓ} are concatenated in head
+order and multiplied by W^O; task 4 tells what a head does from its weights (previous token, same word,
+uniform: the ideal map nearest in summed absolute difference).  Row layout: X (n, d_model), row i - 1 is a^i;
+weights have
 nn.Linear's shape (d_out, d_in) and no biases.
 References: :func:`attn_ref.multihead.split_heads`, :func:`~attn_ref.multihead.merge_heads`,
 :func:`~attn_ref.multihead.multi_head_attention`.
@@ -17,6 +20,7 @@ from attn_ref.multihead import merge_heads, multi_head_attention, split_heads
 
 from ..checking.core import Mistake, Task
 from . import _stability
+from ._shared import edited
 
 ASSIGNMENT = "ps06_multi_head"
 #: The notebook's setup cell.
@@ -43,26 +47,27 @@ def _cases_split(rng):
 
 
 SPLIT_MISTAKES = (
-    Mistake("reshape_without_transpose", "X was reshaped straight to (h, n, d_h): that cuts the *rows* "
-            "(tokens) into groups, so a head mixes the features of several tokens; reshape to (n, h, d_h) "
+    Mistake("reshape_without_transpose", "X was reshaped straight to (H, n, d_k): that cuts the *rows* "
+            "(tokens) into groups, so a head mixes the features of several tokens; reshape to (n, H, d_k) "
             "first, then move the head axis to the front",
             '''def split_heads(X, h):
     n, d = X.shape
     return X.reshape(h, n, d // h)
 '''),
-    Mistake("interleaved_features", "head h got every h-th feature (columns h, h + H, h + 2H, ...); head h "
-            "takes the consecutive columns h*d_h .. (h+1)*d_h - 1",
+    Mistake("interleaved_features", "head ℓ got every H-th feature (columns ℓ, ℓ + H, ℓ + 2H, ... counted "
+            "from 1); head ℓ "
+            "takes the d_k consecutive columns (ℓ - 1) d_k + 1 .. ℓ d_k",
             '''def split_heads(X, h):
     n, d = X.shape
     return X.reshape(n, d // h, h).transpose(2, 0, 1)
 '''),
-    Mistake("heads_last", "the heads were returned with shape (n, h, d_h); the head axis comes first: (h, n, d_h)",
+    Mistake("heads_last", "the heads were returned with shape (n, H, d_k); the head axis comes first: (H, n, d_k)",
             '''def split_heads(X, h):
     n, d = X.shape
     return X.reshape(n, h, d // h)
 '''),
-    Mistake("rows_and_columns_swapped", "each head was returned transposed, (h, d_h, n); head h is an (n, d_h) "
-            "matrix whose row i is head h's qⁱ",
+    Mistake("rows_and_columns_swapped", "each head was returned transposed, (H, d_k, n); head ℓ is an (n, d_k) "
+            "matrix whose row i - 1 is q^(i,ℓ)",
             '''def split_heads(X, h):
     n, d = X.shape
     return X.reshape(n, h, d // h).transpose(1, 2, 0)
@@ -87,25 +92,25 @@ def _cases_merge(rng):
 
 
 MERGE_MISTAKES = (
-    Mistake("reshape_without_transpose", "H was reshaped straight to (n, h*d_h): row i then holds pieces of "
-            "several tokens; move the head axis behind the token axis (n, h, d_h) first, then reshape",
+    Mistake("reshape_without_transpose", "the heads were reshaped straight to (n, H*d_k): a row then holds pieces of "
+            "several tokens; move the head axis behind the token axis (n, H, d_k) first, then reshape",
             '''def merge_heads(H):
     h, n, d_h = H.shape
     return H.reshape(n, h * d_h)
 '''),
-    Mistake("heads_reversed", "the heads were concatenated in reverse order; head 0's columns come first",
+    Mistake("heads_reversed", "the heads were concatenated in reverse order; head 1's columns come first",
             '''def merge_heads(H):
     h, n, d_h = H.shape
     return H[::-1].transpose(1, 0, 2).reshape(n, h * d_h)
 '''),
-    Mistake("interleaved_features", "the heads' features were interleaved (column j*h + head); the "
-            "concatenation puts head 0's d_h columns, then head 1's, ...",
+    Mistake("interleaved_features", "the heads' features were interleaved (one column of each head in turn); the "
+            "concatenation puts head 1's d_k columns, then head 2's, ...",
             '''def merge_heads(H):
     h, n, d_h = H.shape
     return H.transpose(1, 2, 0).reshape(n, h * d_h)
 '''),
     Mistake("heads_averaged", "the heads were averaged; multi-head attention concatenates them into "
-            "(n, h * d_h)",
+            "(n, H * d_k)",
             '''def merge_heads(H):
     return H.mean(axis=0)
 '''),
@@ -168,29 +173,36 @@ def _mha_mistake(body: str) -> str:
 
 
 MHA_MISTAKES = (
-    Mistake("weights_transposed", "the weights were used untransposed (X @ W instead of X @ W.T); they have "
-            "the shape of torch.nn.Linear.weight, (d_out, d_in), so Q = X W_qᵀ, and out = merge(...) W_oᵀ",
+    Mistake("weights_transposed", "the weights were used untransposed (X @ W_q instead of X @ W_q.T); they have "
+            "the shape of torch.nn.Linear.weight, (d_out, d_in), so Q = X W_qᵀ, and out = merge(...) W_Oᵀ",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q, h), _split(X @ W_k, h), _split(X @ W_v, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
     return _merge(w @ V) @ W_o, w
 ''')),
     Mistake("scale_by_d_model", "the scores were divided by sqrt(d_model); each head's dot products are "
-            "between vectors of length d_h = d_model / h, so divide by sqrt(d_h)",
+            "between vectors of length d_k = d_model / H, so divide by sqrt(d_k)",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d))
     return _merge(w @ V) @ W_o.T, w
 ''')),
-    Mistake("w_o_forgotten", "the concatenated heads were returned without the output projection W_o: "
-            "bⁱ = W_o [bⁱ of head 1; …; bⁱ of head h]",
+    Mistake("no_scaling", "the scores were not divided by sqrt(d_k): each head's scores are q^(i,ℓ) · k^(j,ℓ) "
+            "/ sqrt(d_k), d_k = d_model / H, so that the softmax does not saturate as d_k grows",
+            _mha_mistake('''    n, d = X.shape
+    Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
+    w = _softmax(Q @ K.transpose(0, 2, 1))
+    return _merge(w @ V) @ W_o.T, w
+''')),
+    Mistake("w_o_forgotten", "the concatenated heads were returned without the output projection W_O: "
+            "bⁱ = W_O [b^(i,1); …; b^(i,H)]",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
     return _merge(w @ V), w
 ''')),
     Mistake("merge_without_transpose", "the heads were merged with a reshape but no transpose, so rows of "
-            "different tokens got mixed; transpose (h, n, d_h) to (n, h, d_h) before reshaping",
+            "different tokens got mixed; transpose (H, n, d_k) to (n, H, d_k) before reshaping",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = _split(X @ W_q.T, h), _split(X @ W_k.T, h), _split(X @ W_v.T, h)
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h))
@@ -212,7 +224,7 @@ MHA_MISTAKES = (
     return _merge(w @ V) @ W_o.T, w
 ''')),
     Mistake("heads_averaged", "the heads' attention weights were averaged into one (n, n) matrix applied "
-            "to all the values; each head applies its own weights to its own values (head h's vʲ), and the "
+            "to all the values; each head applies its own weights to its own values (head ℓ's v^(j,ℓ)), and the "
             "heads are concatenated",
             _mha_mistake('''    n, d = X.shape
     Q, K = _split(X @ W_q.T, h), _split(X @ W_k.T, h)
@@ -226,8 +238,8 @@ MHA_MISTAKES = (
     w = _softmax(Q @ K.transpose(0, 2, 1) / np.sqrt(d // h), axis=-2)
     return _merge(w @ V) @ W_o.T, w
 ''')),
-    Mistake("one_head_for_all", "all heads used the full W_q, W_k, W_v (one single-head attention); head h "
-            "uses only its rows h*d_h:(h+1)*d_h of each",
+    Mistake("one_head_for_all", "all heads used the full W_q, W_k, W_v (one single-head attention); head ℓ "
+            "uses only its d_k rows (ℓ - 1) d_k + 1 .. ℓ d_k of each",
             _mha_mistake('''    n, d = X.shape
     Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T
     w = _softmax(Q @ K.T / np.sqrt(d // h))
@@ -241,7 +253,7 @@ MHA_MISTAKES = (
     w = _softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf))
     return _merge(w @ V) @ W_o.T, w
 ''')),
-    Mistake("softmax_over_heads", "the softmax ran over the heads (axis 0 of the (h, n, n) scores), so the "
+    Mistake("softmax_over_heads", "the softmax ran over the heads (axis 0 of the (H, n, n) scores), so the "
             "weights of each query-key pair added up to 1 across the heads; each head normalises each query's "
             "scores over the keys, the last axis",
             _mha_mistake('''    n, d = X.shape
@@ -252,8 +264,82 @@ MHA_MISTAKES = (
 )
 
 
+# --- task 4: what each head does ------------------------------------------------------------------
+
+#: The three roles, in the order of their codes.
+ROLES = ("previous token", "same word", "uniform")
+
+
+def _ideal_maps(tokens):
+    """The three ideal (n, n) weight matrices, row = query: previous token (the first token, which has none,
+    on itself), same word (uniform over the positions holding the query's word, itself included), uniform."""
+    tokens = np.asarray(tokens)
+    n = len(tokens)
+    previous = np.zeros((n, n))
+    previous[0, 0] = 1.0
+    previous[np.arange(1, n), np.arange(n - 1)] = 1.0
+    same = (tokens[:, None] == tokens[None, :]).astype(float)
+    same /= same.sum(axis=1, keepdims=True)
+    return previous, same, np.full((n, n), 1.0 / n)
+
+
+def _ref_roles(weights, tokens):
+    ideals = _ideal_maps(tokens)
+    weights = np.asarray(weights, dtype=float)
+    distances = np.array([[np.abs(w - ideal).sum() for ideal in ideals] for w in weights])  # (H, 3)
+    return np.argmin(distances, axis=1)
+
+
+def _noisy(rng, ideal, noise):
+    """A weight matrix near ``ideal``: (1 - noise) ideal + noise times random rows that sum to 1."""
+    r = rng.random(ideal.shape)
+    return (1 - noise) * ideal + noise * r / r.sum(axis=1, keepdims=True)
+
+
+def _roles_args(rng, tokens, roles, noise):
+    ideals = _ideal_maps(tokens)
+    return (np.stack([_noisy(rng, ideals[r], noise) for r in roles]), np.asarray(tokens))
+
+
+def _cases_roles(rng):
+    return [
+        _roles_args(rng, [0, 1, 2, 0, 1, 0, 3, 2], [0, 1, 2, 1, 0], 0.3),  # first: every mistake differs
+        _roles_args(rng, [5, 6, 5, 7, 5, 6], [2, 1, 0], 0.2),
+        _roles_args(rng, [1, 2, 3, 1], [1, 0], 0.0),                        # exact maps
+        _roles_args(rng, [0, 0, 1, 1, 2, 2, 0], [2, 2, 1, 0], 0.4),
+        _roles_args(rng, list(rng.integers(0, 4, size=10)) + [9], [0, 1, 2], 0.25),
+    ]
+
+
+_ROLES = '''def head_roles(weights, tokens):
+    n = len(tokens)
+    previous = np.zeros((n, n))
+    previous[0, 0] = 1.0
+    previous[np.arange(1, n), np.arange(n - 1)] = 1.0
+    same = (tokens[:, None] == tokens[None, :]).astype(float)
+    same = same / same.sum(axis=1, keepdims=True)
+    uniform = np.full((n, n), 1.0 / n)
+    return np.array([np.argmin([np.abs(w - m).sum() for m in (previous, same, uniform)]) for w in weights])
+'''
+
+ROLES_MISTAKES = (
+    Mistake("next_token", "the 'previous token' map put each query's weight on the *next* token (row i - 1, column "
+            "i); a previous-token head puts query i's weight on key i - 1, below the diagonal",
+            edited(_ROLES, ("previous[np.arange(1, n), np.arange(n - 1)] = 1.0",
+                            "previous[np.arange(n - 1), np.arange(1, n)] = 1.0"),
+                   ("previous[0, 0] = 1.0", "previous[n - 1, n - 1] = 1.0"))),
+    Mistake("same_word_not_normalised", "the 'same word' map was left as 0s and 1s; it is a weight matrix like the "
+            "others: query i spreads its weight 1 over the positions of its word (each row adds up to 1)",
+            edited(_ROLES, ("    same = same / same.sum(axis=1, keepdims=True)\n", ""))),
+    Mistake("maps_transposed", "each head's weights were read as columns (weights[l].T); row i - 1 of a head's "
+            "(n, n) weights holds query i's weights over the keys, as in task 3",
+            edited(_ROLES, ("np.abs(w - m)", "np.abs(w.T - m)"))),
+)
+
+
 TASKS = [
     Task(ASSIGNMENT, "split_heads", _ref_split, _cases_split, SPLIT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "merge_heads", _ref_merge, _cases_merge, MERGE_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "multi_head_attention", _ref_mha, _cases_mha, MHA_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "head_roles", _ref_roles, _cases_roles, ROLES_MISTAKES, setup=SETUP),
 ]

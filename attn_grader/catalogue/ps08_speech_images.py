@@ -1,10 +1,11 @@
-"""Catalogue of ps08_speech_images: truncated self-attention for speech, images as vectors.
+"""Catalogue of ps08_speech_images: truncated self-attention for speech, patches as vectors, and the memory it saves.
 
-Practises the chapter "Speech and images" (应用): the band mask |i - j| <= w of truncated
-self-attention (截断自注意力), attention restricted to it (row layout, 1/sqrt(d_k) scale), an
-image (H, W, C) as H*W pixel vectors (像素向量) of dimension C, and p x p patches as vectors.
+Practises the chapter "Speech and images" (语音与图像), in the book's notation: the band mask |i - j| <= r of
+truncated self-attention (截断自注意力, radius r), attention restricted to it (row layout, 1/sqrt(d_k) scale),
+an n_y x n_x image with d_in channels cut into p x p patches as vectors, and the memory of the score
+matrix with and without truncation (n = seconds x frames per second).
 References: :func:`attn_ref.attention.band_mask`, :func:`attn_ref.truncated.truncated_attention`,
-:func:`attn_ref.images.image_to_vectors`, :func:`attn_ref.images.patchify`.
+:func:`attn_ref.images.patchify`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from attn_ref.attention import band_mask as _band_mask
-from attn_ref.images import image_to_vectors as _image_to_vectors
 from attn_ref.images import patchify as _patchify
 from attn_ref.truncated import truncated_attention as _truncated
 
@@ -20,14 +20,19 @@ from ..checking.core import Mistake, Task
 from . import _stability
 
 ASSIGNMENT = "ps08_speech_images"
-EXAMPLE = '''# A tiny 2 x 3 RGB image: pixel (r, c) has the colour (r, c, 10 + r * 3 + c).
-img = np.zeros((2, 3, 3))
-for r in range(2):
-    for c in range(3):
-        img[r, c] = [r, c, 10 + r * 3 + c]
-'''
-#: The notebook's setup cell: the imports and the small example image.
-SETUP = "import numpy as np\n\n" + EXAMPLE
+#: The notebook's setup cell: NumPy and the tested masked softmax the tasks may call
+#: (tests/test_ps07_ps08_ps09_setups.py compares it with attn_ref).
+SETUP = '''import numpy as np
+
+
+def masked_softmax(scores, mask):
+    """Softmax of each row of `scores` over the entries where `mask` is True, 0 elsewhere (safe for large
+    scores; a row with no True entry gets zeros). scores, mask: (n, m) -> (n, m)."""
+    s = np.where(mask, scores, -np.inf)
+    row_max = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isneginf(row_max), 0.0, row_max))
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total == 0, 1.0, total)'''
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
 #: ``shifted_by_min`` (tests/test_stability_cases.py).  truncated_attention takes no mask: every row keeps its
 #: diagonal, so no row is fully masked and it has no ``nan_on_masked_row``.
@@ -45,25 +50,25 @@ def _cases_band_mask(rng):
 
 
 BAND_MISTAKES = (
-    Mistake("band_off_by_one", "the band used |i - j| < w, one too narrow on each side: a query sees "
-            "the keys with |i - j| <= w (w = 0 still lets each position see itself)",
+    Mistake("band_off_by_one", "the band used |i - j| < r, one too narrow on each side: a query sees "
+            "the keys with |i - j| <= r (r = 0 still lets each position see itself)",
             '''def band_mask(n, w):
     idx = np.arange(n)
     return np.abs(idx[:, None] - idx[None, :]) < w
 '''),
-    Mistake("mask_inverted", "the mask is inverted: True must mark the pairs that MAY attend (|i - j| <= w)",
+    Mistake("mask_inverted", "the mask is inverted: True must mark the pairs that MAY attend (|i - j| <= r)",
             '''def band_mask(n, w):
     idx = np.arange(n)
     return np.abs(idx[:, None] - idx[None, :]) > w
 '''),
-    Mistake("band_one_sided", "only the past was kept (0 <= i - j <= w); truncated self-attention looks "
-            "w frames to each side",
+    Mistake("band_one_sided", "only the past was kept (0 <= i - j <= r); truncated self-attention looks "
+            "r frames to each side",
             '''def band_mask(n, w):
     idx = np.arange(n)
     d = idx[:, None] - idx[None, :]
     return (d >= 0) & (d <= w)
 '''),
-    Mistake("band_too_wide", "the band used |i - j| <= w + 1, one too wide on each side",
+    Mistake("band_too_wide", "the band used |i - j| <= r + 1, one too wide on each side",
             '''def band_mask(n, w):
     idx = np.arange(n)
     return np.abs(idx[:, None] - idx[None, :]) <= w + 1
@@ -105,7 +110,7 @@ def _trunc_mistake(body: str) -> str:
 
 TRUNCATED_MISTAKES = (
     Mistake("mask_ignored", "no mask was applied: every query attended to the whole sequence, "
-            "not only to |i - j| <= w",
+            "not only to |i - j| <= r",
             _trunc_mistake('''    e = np.exp(scores - scores.max(axis=1, keepdims=True))
     return (e / e.sum(axis=1, keepdims=True)) @ V
 ''')),
@@ -121,13 +126,20 @@ TRUNCATED_MISTAKES = (
     e = np.exp(scores - scores.max(axis=1, keepdims=True))
     return (e / e.sum(axis=1, keepdims=True)) @ V
 ''')),
-    Mistake("band_off_by_one", "the band used |i - j| < w, one too narrow on each side: a query sees "
-            "the keys with |i - j| <= w",
+    Mistake("band_off_by_one", "the band used |i - j| < r, one too narrow on each side: a query sees "
+            "the keys with |i - j| <= r",
             _trunc_mistake('''    scores = np.where(dist < w, scores, -np.inf)
     m = np.where(np.isinf(scores).all(axis=1, keepdims=True), 0, scores.max(axis=1, keepdims=True))
     e = np.exp(scores - m)
     s = e.sum(axis=1, keepdims=True)
     return (e / np.where(s == 0, 1, s)) @ V
+''')),
+    Mistake("band_one_sided", "only the past was kept (0 <= i - j <= r): query i attended to itself and the r "
+            "frames before it; truncated self-attention looks r frames to each side, |i - j| <= r",
+            _trunc_mistake('''    d = np.arange(n)[:, None] - np.arange(n)[None, :]
+    scores = np.where((d >= 0) & (d <= w), scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)) @ V
 ''')),
     Mistake("no_scaling", "the scores were not divided by sqrt(d_k)",
             _trunc_mistake('''    scores = np.where(dist <= w, scores * np.sqrt(d_k), -np.inf)
@@ -163,40 +175,7 @@ TRUNCATED_MISTAKES = (
 )
 
 
-# --- task 3: image to pixel vectors --------------------------------------------------------------
-
-def _ref_image_to_vectors(img):
-    return _image_to_vectors(np.asarray(img))
-
-
-def _cases_images(rng):
-    return [(rng.random((2, 3, 3)),), (rng.random((4, 5, 3)),), (rng.random((3, 2, 1)),),
-            (rng.random((5, 10, 3)),), (rng.random((2, 4, 4)),)]
-
-
-VECTORS_MISTAKES = (
-    Mistake("channels_not_last", "the array was reshaped channel-major (as if it were (C, H, W)): each "
-            "row must hold the C values of one pixel, img[r, c, :]",
-            '''def image_to_vectors(img):
-    H, W, C = img.shape
-    return img.transpose(2, 0, 1).reshape(H * W, C)
-'''),
-    Mistake("column_major_order", "the pixels were listed column by column; pixel (r, c) must be row r * W + c "
-            "(row by row)",
-            '''def image_to_vectors(img):
-    H, W, C = img.shape
-    return img.transpose(1, 0, 2).reshape(H * W, C)
-'''),
-    Mistake("transposed_output", "the result has shape (C, H*W): one column per pixel; the task asks for one "
-            "row per pixel, (H*W, C)",
-            '''def image_to_vectors(img):
-    H, W, C = img.shape
-    return img.reshape(H * W, C).T
-'''),
-)
-
-
-# --- task 4: patches ------------------------------------------------------------------------------
+# --- task 3: patches ------------------------------------------------------------------------------
 
 def _ref_patchify(img, p):
     return _patchify(np.asarray(img), p)
@@ -208,27 +187,29 @@ def _cases_patchify(rng):
 
 
 PATCHIFY_MISTAKES = (
-    Mistake("patches_column_major", "the patches were numbered column by column; patch (a, b) must be "
-            "number a * (W/p) + b (row by row)",
+    Mistake("patches_column_major", "the patches were numbered column by column; the patch whose top-left pixel "
+            "is img[y * p, x * p] must be "
+            "number y * (n_x / p) + x (row by row)",
             '''def patchify(img, p):
     H, W, C = img.shape
     x = img.reshape(H // p, p, W // p, p, C).transpose(2, 0, 1, 3, 4)
     return x.reshape((H // p) * (W // p), p * p * C)
 '''),
-    Mistake("reshape_without_transpose", "the image was reshaped directly to (H/p * W/p, p*p*C): the rows "
+    Mistake("reshape_without_transpose", "the image was reshaped directly to (n_y/p * n_x/p, p*p*d_in): the rows "
             "are then runs of consecutive pixels, not p x p squares; split the axes and transpose first",
             '''def patchify(img, p):
     H, W, C = img.shape
     return img.reshape((H // p) * (W // p), p * p * C)
 '''),
-    Mistake("channels_first_in_patch", "each patch was flattened channel-major (c, p1, p2), as torch's unfold "
-            "does; the task asks for (p1, p2, c): the C values of each pixel together",
+    Mistake("channels_first_in_patch", "each patch was flattened channel-major (channel, row, column), as "
+            "torch's unfold "
+            "does; the task asks for (row, column, channel): the d_in values of each pixel together",
             '''def patchify(img, p):
     H, W, C = img.shape
     x = img.reshape(H // p, p, W // p, p, C).transpose(0, 2, 4, 1, 3)
     return x.reshape((H // p) * (W // p), p * p * C)
 '''),
-    Mistake("patch_transposed", "inside each patch the pixels were listed column by column (p2 before p1)",
+    Mistake("patch_transposed", "inside each patch the pixels were listed column by column (row by row is asked)",
             '''def patchify(img, p):
     H, W, C = img.shape
     x = img.reshape(H // p, p, W // p, p, C).transpose(0, 2, 3, 1, 4)
@@ -237,9 +218,56 @@ PATCHIFY_MISTAKES = (
 )
 
 
+# --- task 4: the memory of the scores, with and without truncation -------------------------------
+
+def _ref_memory(seconds, frames_per_second, r, bytes_per_score):
+    n = seconds * frames_per_second
+    band = n * n if r >= n - 1 else n * (2 * r + 1) - r * (r + 1)  # |i - j| <= r: minus the corners the border cuts
+    return np.array([n * n * bytes_per_score, band * bytes_per_score], dtype=np.int64)
+
+
+def _cases_memory(rng):
+    return [
+        (60, 100, 50, 4),          # first: one minute of audio at 100 frames/s, r = 50 (every mistake differs)
+        (1, 4, 1, 1),              # n = 4, r = 1: band_mask(4, 1) has 10 True entries
+        (3600, 100, 200, 2),       # an hour of audio: n = 360000, a band_mask would need 130 GB
+        (1, 5, 10, 4),             # r >= n - 1: the band is the whole matrix
+        (2, 3, 0, 8),              # r = 0: the diagonal only
+        (int(rng.integers(1, 120)), int(rng.integers(10, 200)), int(rng.integers(1, 64)), 4),
+    ]
+
+
+def _memory_mistake(band: str) -> str:
+    return ("def score_memory(seconds, frames_per_second, r, bytes_per_score=4):\n"
+            "    n = seconds * frames_per_second\n"
+            f"    band = {band}\n"
+            "    return np.array([n * n * bytes_per_score, band * bytes_per_score])\n")
+
+
+MEMORY_MISTAKES = (
+    Mistake("border_ignored", "every query was given 2r + 1 keys; near the two ends of the sequence the band is "
+            "cut short (query 1 has only r + 1 keys), so the band holds n (2r + 1) - r (r + 1) pairs when r < n",
+            _memory_mistake("n * (2 * r + 1)")),
+    Mistake("band_one_sided", "only the keys on one side of each query were counted (r + 1 each); truncated "
+            "self-attention keeps the r frames on each side and the query's own",
+            _memory_mistake("n * n if r >= n - 1 else n * (r + 1) - r * (r + 1) // 2")),
+    Mistake("diagonal_forgotten", "the query's own frame was not counted: |i - j| <= r includes j = i, so each "
+            "query has up to 2r + 1 keys",
+            _memory_mistake("n * (n - 1) if r >= n - 1 else n * 2 * r - r * (r + 1)")),
+    Mistake("band_not_capped", "the band was not capped at the whole matrix: when r >= n - 1 every pair is in "
+            "the band, n² scores, and the formula n (2r + 1) - r (r + 1) no longer applies",
+            _memory_mistake("n * (2 * r + 1) - r * (r + 1)")),
+    Mistake("count_not_bytes", "the scores were counted but not multiplied by bytes_per_score (4 for float32)",
+            "def score_memory(seconds, frames_per_second, r, bytes_per_score=4):\n"
+            "    n = seconds * frames_per_second\n"
+            "    band = n * n if r >= n - 1 else n * (2 * r + 1) - r * (r + 1)\n"
+            "    return np.array([n * n, band])\n"),
+)
+
+
 TASKS = [
     Task(ASSIGNMENT, "band_mask", _ref_band_mask, _cases_band_mask, BAND_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "truncated_attention", _ref_truncated, _cases_truncated, TRUNCATED_MISTAKES, setup=SETUP),
-    Task(ASSIGNMENT, "image_to_vectors", _ref_image_to_vectors, _cases_images, VECTORS_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "patchify", _ref_patchify, _cases_patchify, PATCHIFY_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "score_memory", _ref_memory, _cases_memory, MEMORY_MISTAKES, setup=SETUP),
 ]

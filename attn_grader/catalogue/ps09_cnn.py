@@ -1,12 +1,14 @@
 """Catalogue of ps09_cnn: a convolution computed by self-attention (Cordonnier et al. 2020).
 
-Practises the chapter "Self-attention vs CNN" (CNN 是 self-attention 的特例, 感受野): the 'same'
-convolution of deep learning (a cross-correlation with zero padding), the K x K heads' centres
-of attention Delta_h, the quadratic relative attention scores -alpha (||delta||^2 - 2 <delta, Delta>),
-and one-hot attention heads that reproduce the convolution: task 4 receives the heads' scores (in the
-notebook, from tasks 2 and 3) and returns the heads' hard-limit attention matrices with the output, and
-its cases include other scores, so an answer that computes the convolution without forming the heads'
-attention from the scores fails (issue 29).  Single-channel images (H, W).
+Practises the chapter "Self-attention vs CNN" (自注意力与 CNN; CNN 是自注意力的特例, 感受野), in the book's
+notation: the 'same' convolution of deep learning (a cross-correlation with zero padding) with a κ x κ
+kernel, the quadratic relative attention scores α^(ℓ) = u^(ℓ)ᵀ ρ_δ = -γ^(ℓ) (||δ||² - 2 <δ, Δ^(ℓ)>) of head ℓ
+(centre Δ^(ℓ), given by the set-up's kernel_offsets), one-hot attention heads that reproduce the convolution
+(task 3 receives the heads' scores, in the notebook from task 2, and returns the heads' hard-limit attention
+matrices with the output; its cases include other scores, so an answer that computes the convolution without
+forming the heads' attention from the scores fails, issue 29), and the receptive field of L stacked
+convolutions against one self-attention layer's.  Single-channel images (n_y, n_x); everything is counted
+from 0, as array indices.
 References: :func:`attn_ref.conv.conv2d_same`, :func:`attn_ref.conv.kernel_offsets`,
 :func:`attn_ref.conv.relative_scores`, :func:`attn_ref.conv.relative_attention_conv`.
 """
@@ -25,7 +27,16 @@ from ..checking.core import Mistake, Task
 from ._shared import edited
 
 ASSIGNMENT = "ps09_cnn"
-SETUP = "import numpy as np"
+#: The notebook's setup cell: NumPy and the heads' centres of attention (tests/test_ps07_ps08_ps09_setups.py compares
+#: kernel_offsets with attn_ref's).
+SETUP = '''import numpy as np
+
+
+def kernel_offsets(kappa):
+    """The kappa^2 heads' centres of attention Delta^(l) = (i - kappa // 2, j - kappa // 2), head l = i * kappa + j
+    (rows down first, then columns right). kappa odd -> (kappa * kappa, 2) int."""
+    c = kappa // 2
+    return np.array([(i - c, j - c) for i in range(kappa) for j in range(kappa)])'''
 #: No task here normalises scores with a softmax (tests/test_stability_cases.py): attention_as_conv's heads
 #: are the hard limit alpha -> infinity of the softmax of the scores it receives, one-hot rows on each row's
 #: largest score (an argmax), so it has no large-score cases.
@@ -46,7 +57,7 @@ def _images_and_kernels(rng):
 
 CONV_MISTAKES = (
     Mistake("kernel_flipped", "the kernel was flipped (a true mathematical convolution); torch.nn.Conv2d, and "
-            "this task, compute a cross-correlation: out[r, c] = sum_ij kernel[i, j] x[r + i - p, c + j - p]",
+            "this task, compute a cross-correlation: out[y, x] = sum_ij kernel[i, j] img[y + i - κ//2, x + j - κ//2]",
             '''def conv2d_single(x, kernel):
     H, W = x.shape
     K = kernel.shape[0]
@@ -54,8 +65,8 @@ CONV_MISTAKES = (
     k = kernel[::-1, ::-1]
     return np.array([[np.sum(k * x_pad[r:r + K, c:c + K]) for c in range(W)] for r in range(H)])
 '''),
-    Mistake("padding_forgotten", "no zero padding: this is a 'valid' convolution of shape (H - K + 1, W - K + 1); "
-            "'same' pads K // 2 zeros on every side so that the output is (H, W)",
+    Mistake("padding_forgotten", "no zero padding: this is a 'valid' convolution of shape (n_y - κ + 1, n_x - κ + 1); "
+            "'same' pads κ // 2 zeros on every side so that the output is (n_y, n_x)",
             '''def conv2d_single(x, kernel):
     H, W = x.shape
     K = kernel.shape[0]
@@ -71,7 +82,7 @@ CONV_MISTAKES = (
     return np.array([[np.sum(k * x_pad[r:r + K, c:c + K]) for c in range(W)] for r in range(H)])
 '''),
     Mistake("padding_one_side", "all the padding was put at the bottom and right, so the output is shifted by "
-            "K // 2; pad K // 2 zeros on each side",
+            "κ // 2; pad κ // 2 zeros on each side",
             '''def conv2d_single(x, kernel):
     H, W = x.shape
     K = kernel.shape[0]
@@ -81,38 +92,7 @@ CONV_MISTAKES = (
 )
 
 
-# --- task 2: the heads' centres of attention ----------------------------------------------------
-
-def _ref_offsets(K):
-    return kernel_offsets(K)
-
-
-def _cases_offsets(rng):
-    return [(3,), (1,), (5,), (7,)]
-
-
-OFFSETS_MISTAKES = (
-    Mistake("offsets_transposed", "the heads were listed column by column (j outer, i inner), or with the two "
-            "coordinates swapped; head h = i*K + j has the offset (row i - K//2, column j - K//2)",
-            '''def relative_offsets(K):
-    c = K // 2
-    return np.array([(i - c, j - c) for j in range(K) for i in range(K)])
-'''),
-    Mistake("offsets_not_centred", "the offsets were not centred: kernel index (i, j) is the offset "
-            "(i - K//2, j - K//2), from -K//2 to K//2, with (0, 0) at the centre of the kernel",
-            '''def relative_offsets(K):
-    return np.array([(i, j) for i in range(K) for j in range(K)])
-'''),
-    Mistake("offsets_off_by_one", "the offsets run from -(K+1)//2 to K//2 - 1 (one too far up/left): note that "
-            "-K//2 in Python is (-K)//2, not -(K//2)",
-            '''def relative_offsets(K):
-    r = range(-K // 2, K // 2)
-    return np.array([(i, j) for i in r for j in r])
-'''),
-)
-
-
-# --- task 3: the quadratic relative attention scores --------------------------------------------
+# --- task 2: the quadratic relative attention scores --------------------------------------------
 
 def _ref_scores(H, W, delta, alpha):
     return relative_scores(H, W, np.asarray(delta, dtype=float)[None], alpha)[0]  # (H*W, H*W)
@@ -131,22 +111,22 @@ def _scores_mistake(body: str) -> str:
 
 
 SCORES_MISTAKES = (
-    Mistake("offset_reversed", "the offset was taken as query - key; the encoding uses delta = key - query, so "
-            "that the head looks at the pixel q + Delta",
+    Mistake("offset_reversed", "the offset was taken as query - key; the encoding uses δ = key - query, so "
+            "that the head looks at the pixel q + Δ^(ℓ)",
             _scores_mistake('''    d = pos[:, None, :] - pos[None, :, :]
     return -alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)
 ''')),
-    Mistake("square_term_missing", "the ||delta||² term is missing: without it the scores grow without bound "
-            "in the direction of Delta instead of peaking at delta = Delta",
+    Mistake("square_term_missing", "the ||δ||² term is missing: without it the scores grow without bound "
+            "in the direction of Δ^(ℓ) instead of peaking at δ = Δ^(ℓ)",
             _scores_mistake('''    d = pos[None, :, :] - pos[:, None, :]
     return -alpha * (-2 * d @ delta)
 ''')),
-    Mistake("sign_flipped", "the scores have the wrong sign: v_h = -alpha (1, -2 Delta), so the score is "
-            "-alpha (||delta||² - 2 <delta, Delta>), largest at delta = Delta",
+    Mistake("sign_flipped", "the scores have the wrong sign: u^(ℓ) = -γ (1, -2 Δ^(ℓ)), so the score is "
+            "-γ (||δ||² - 2 <δ, Δ^(ℓ)>), largest at δ = Δ^(ℓ)",
             _scores_mistake('''    d = pos[None, :, :] - pos[:, None, :]
     return alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)
 ''')),
-    Mistake("pixels_column_major", "the pixels were numbered column by column; pixel (r, c) is number r * W + c "
+    Mistake("pixels_column_major", "the pixels were numbered column by column; pixel (y, x) is number y * n_x + x "
             "(row by row)",
             '''def relative_scores(H, W, delta, alpha):
     cols, rows = np.meshgrid(np.arange(W), np.arange(H), indexing="ij")
@@ -157,7 +137,7 @@ SCORES_MISTAKES = (
 )
 
 
-# --- task 4: the convolution as K*K hard-limit attention heads, from the heads' scores ------------
+# --- task 3: the convolution as κ² hard-limit attention heads, from the heads' scores ------------
 
 def _query_pixels(H, W, p):
     """The numbers of the image's pixels among the padded image's, (H*W,), row by row."""
@@ -214,20 +194,22 @@ _HEADS = '''def attention_as_conv(x, kernel, S):
 '''
 
 ATTENTION_CONV_MISTAKES = (
-    Mistake("kernel_flipped", "head Delta was paired with kernel[-Delta] (a flipped kernel, a true convolution); "
-            "the head at offset (i - K//2, j - K//2), number h = i*K + j, gets kernel[i, j]",
+    Mistake("kernel_flipped", "the head at offset Δ was paired with kernel[-Δ] (a flipped kernel, a true convolution); "
+            "the head at offset (i - κ//2, j - κ//2), number ℓ = i*κ + j, gets kernel[i, j]",
             edited(_HEADS, ("kernel.ravel()[h]", "kernel[::-1, ::-1].ravel()[h]"))),
-    Mistake("kernel_transposed", "head h was paired with kernel[j, i] (the heads numbered column by column); "
-            "head h = i*K + j, at offset (i - K//2, j - K//2), gets kernel[i, j]",
+    Mistake("kernel_transposed", "head ℓ was paired with kernel[j, i] (the heads numbered column by column); "
+            "head ℓ = i*κ + j, at offset (i - κ//2, j - κ//2), gets kernel[i, j]",
             edited(_HEADS, ("kernel.ravel()[h]", "kernel.T.ravel()[h]"))),
     Mistake("keys_inside_image_only", "the keys were only the pixels inside the image, so a head whose offset "
             "leaves the image attends to the nearest pixel inside (replicate padding); the keys are all the "
-            "pixels of the zero-padded image, as Conv2d reads zeros there, and A has (H + 2p)(W + 2p) columns",
+            "pixels of the zero-padded image, as Conv2d reads zeros there, and A has "
+            "N = (n_y + 2⌊κ/2⌋)(n_x + 2⌊κ/2⌋) columns",
             edited(_HEADS, ("A = np.zeros((K * K, H * W, x_pad.size))", "A = np.zeros((K * K, H * W, H * W))"),
                    ("S[h][queries]", "S[h][queries][:, queries]"),
                    ("(A[h] @ x_pad.ravel())", "(A[h] @ x.ravel())"))),
     Mistake("queries_include_padding", "the queries were all the pixels of the padded image; the queries are "
-            "the image's own H*W pixels (padded pixel (r + p, c + p) for image pixel (r, c)), the keys all the "
+            "the image's own n_y*n_x pixels (padded pixel (y + κ//2, x + κ//2) for image "
+            "pixel (y, x)), the keys all the "
             "padded ones",
             edited(_HEADS, ("queries = ((rows + p) * (W + 2 * p) + (cols + p)).ravel()",
                             "queries = np.arange(x_pad.size)"),
@@ -236,15 +218,68 @@ ATTENTION_CONV_MISTAKES = (
                    ("out = np.zeros(H * W)", "out = np.zeros(x_pad.size)"),
                    ("out.reshape(H, W)", "out.reshape(x_pad.shape)"))),
     Mistake("scores_as_weights", "the scores themselves were used as the attention weights; the hard limit "
-            "alpha -> infinity of the softmax of the scores is a one-hot row on the key with the largest score",
+            "γ -> infinity of the softmax of the scores is a one-hot row on the key with the largest score",
             edited(_HEADS, ("        A[h, np.arange(H * W), best] = 1.0\n", "        A[h] = S[h][queries]\n"))),
+)
+
+
+# --- task 4: the receptive field of stacked convolutions ------------------------------------------
+
+def _ref_receptive_field(n_y, n_x, kappa, L, y, x):
+    c = kappa // 2  # each 'same' layer widens the field by kappa // 2 pixels on every side
+    rows = min(n_y - 1, y + L * c) - max(0, y - L * c) + 1
+    cols = min(n_x - 1, x + L * c) - max(0, x - L * c) + 1
+    farthest = max(y, n_y - 1 - y, x, n_x - 1 - x)  # the image pixel farthest from (y, x), along one axis
+    layers = max(1, -(-farthest // c))  # ceil(farthest / c), and at least one layer
+    return np.array([rows * cols, layers])
+
+
+def _cases_receptive_field(rng):
+    cases = [(9, 12, 3, 2, 1, 7),   # first: near the top border, every mistake differs
+             (5, 5, 3, 1, 2, 2),    # the centre of a 5 x 5 image: one 3 x 3 layer sees 9 pixels
+             (7, 7, 5, 3, 0, 0),    # a corner: the field is cut by two borders
+             (1, 1, 3, 1, 0, 0),    # a single pixel
+             (16, 4, 3, 4, 15, 3),  # the bottom-right corner of a tall image
+             (30, 30, 7, 2, 14, 20)]
+    n_y, n_x = (int(v) for v in rng.integers(2, 25, size=2))
+    cases.append((n_y, n_x, int(rng.choice([3, 5])), int(rng.integers(1, 6)), int(rng.integers(n_y)),
+                  int(rng.integers(n_x))))
+    return cases
+
+
+_FIELD = '''def receptive_field(n_y, n_x, kappa, L, y, x):
+    c = kappa // 2
+    rows = min(n_y - 1, y + L * c) - max(0, y - L * c) + 1
+    cols = min(n_x - 1, x + L * c) - max(0, x - L * c) + 1
+    farthest = max(y, n_y - 1 - y, x, n_x - 1 - x)
+    layers = max(1, -(-farthest // c))
+    return np.array([rows * cols, layers])
+'''
+
+FIELD_MISTAKES = (
+    Mistake("border_ignored", "the field was counted as (2 L ⌊κ/2⌋ + 1)² pixels even where the image ends; near "
+            "a border the field is cut off (the zero padding is not pixels of the image)",
+            edited(_FIELD, ("rows = min(n_y - 1, y + L * c) - max(0, y - L * c) + 1", "rows = 2 * L * c + 1"),
+                   ("cols = min(n_x - 1, x + L * c) - max(0, x - L * c) + 1", "cols = 2 * L * c + 1"))),
+    Mistake("grows_by_kappa", "each layer was taken to widen the field by κ - 1 pixels on each side; a κ x κ "
+            "kernel reaches ⌊κ/2⌋ pixels to each side of its centre, so L layers reach L ⌊κ/2⌋",
+            edited(_FIELD, ("c = kappa // 2", "c = kappa - 1"))),
+    Mistake("layers_not_stacked", "the field of one layer was returned whatever L is; stacking L layers lets an "
+            "output see what its inputs saw: L ⌊κ/2⌋ pixels to each side",
+            edited(_FIELD, ("y + L * c) - max(0, y - L * c)", "y + c) - max(0, y - c)"),
+                   ("x + L * c) - max(0, x - L * c)", "x + c) - max(0, x - c)"))),
+    Mistake("layers_for_the_centre", "the layers needed were counted for a pixel at the centre of the image; the "
+            "pixel (y, x) must reach the farthest pixel from it, max(y, n_y - 1 - y, x, n_x - 1 - x) rows or "
+            "columns away, which for a pixel near a border is farther",
+            edited(_FIELD, ("farthest = max(y, n_y - 1 - y, x, n_x - 1 - x)",
+                            "farthest = max(n_y - 1, n_x - 1) // 2"))),
 )
 
 
 TASKS = [
     Task(ASSIGNMENT, "conv2d_single", _ref_conv2d_single, _images_and_kernels, CONV_MISTAKES, setup=SETUP),
-    Task(ASSIGNMENT, "relative_offsets", _ref_offsets, _cases_offsets, OFFSETS_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "relative_scores", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "attention_as_conv", _ref_attention_as_conv, _cases_attention_as_conv,
          ATTENTION_CONV_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "receptive_field", _ref_receptive_field, _cases_receptive_field, FIELD_MISTAKES, setup=SETUP),
 ]

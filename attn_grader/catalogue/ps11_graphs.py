@@ -1,10 +1,11 @@
 """Catalogue of ps11_graphs: self-attention along the edges of a graph (GAT).
 
-Practises the chapter "Graphs" (GAT): the attention mask of a directed graph from its
-edge_index (row 0 sources j, row 1 targets i; ``mask[i, j]`` True when node i may attend to
-node j), the masked softmax over each node's neighbours, and one single-head GAT layer
-(Veličković et al. 2018): e_ij = LeakyReLU_0.2(a_dst . W x_i + a_src . W x_j), alpha_ij =
-softmax over the allowed j, out_i = sum_j alpha_ij W x_j.
+Practises the chapter "Graphs" (图, GAT), in the book's notation: the attention mask of a directed graph from
+its edge_index (row 0 sources j, row 1 targets i; in code ``mask[i, j]`` True when node i may attend to node j,
+row = query), the masked softmax over each node's neighbours, one single-head GAT layer (Veličković et al.
+2018; the paper's e_ij, α_ij, W and a are our α_{i,j}, α'_{i,j}, Θ and g): α_{i,j} = LeakyReLU_0.2(g_dst · Θaⁱ +
+g_src · Θaʲ), α'_{i,j} = the softmax over the allowed j, bⁱ = Σ_j α'_{i,j} Θaʲ; and what L stacked layers see
+(the boolean L-th power of the mask).  Nodes are numbered from 0, as in edge_index.
 References: :func:`attn_ref.graph.adjacency_mask`, :func:`attn_ref.softmax.softmax`,
 :func:`attn_ref.graph.gat_layer` (itself checked against ``torch_geometric.nn.GATConv``).
 """
@@ -20,6 +21,7 @@ from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
 from . import _stability
+from ._shared import edited
 
 ASSIGNMENT = "ps11_graphs"
 EXAMPLE = '''# A small directed graph: edges 0 -> 1, 1 -> 2, 2 -> 0, 2 -> 3 (row 0: sources, row 1: targets).
@@ -226,6 +228,10 @@ def _cases_gat(rng):
     cases.append(_large_gat_args(rng, 6, 4, 3, wide=False))  # e_ij near +1000: a min-shift still works
     cases.append(_large_gat_args(rng, 7, 4, 3, wide=True))  # e_ij near +1000 and -200: only the max-shift works
     cases.append(_large_gat_args(rng, 6, 4, 3, wide=False, rows_signed=True))  # rows all near -1000 or +5000
+    X, mask, W, a_src, a_dst = _large_gat_args(rng, 6, 4, 3, wide=True)
+    low = X[:, 0] < 0  # the nodes j whose scores are near -200 for every i
+    mask[0], mask[1] = low, low  # nodes 0 and 1 attend only to them, beside masked scores near +1000
+    cases.append((X, mask, W, a_src, a_dst))
     return cases
 
 
@@ -273,7 +279,7 @@ _LEAKY = "np.where(e > 0, e, 0.2 * e)"
 
 GAT_MISTAKES = (
     Mistake("mask_ignored", "the softmax ran over all nodes; in GAT node i attends only to its neighbours "
-            "(A[i, j] True)",
+            "(mask[i, j] True)",
             _gat_mistake(_SCORE, _LEAKY, '''    p = np.exp(e - e.max(axis=1, keepdims=True))
     alpha = p / p.sum(axis=1, keepdims=True)
 ''')),
@@ -283,14 +289,31 @@ GAT_MISTAKES = (
     Mistake("plain_relu", "a plain ReLU was used; GAT uses LeakyReLU with negative slope 0.2, which keeps "
             "negative scores apart",
             _gat_mistake(_SCORE, "np.maximum(e, 0.0)", _MASKED)),
-    Mistake("activation_missing", "the LeakyReLU was left out: e_ij = LeakyReLU(a_dst . W x_i + a_src . W x_j)",
+    Mistake("activation_missing", "the LeakyReLU was left out: αᵢⱼ = LeakyReLU(g_dst · Θaⁱ + g_src · Θaʲ)",
             _gat_mistake(_SCORE, "e", _MASKED)),
-    Mistake("src_dst_swapped", "a_src and a_dst were swapped: a_dst scores the receiving node i (the query, "
-            "row), a_src the sending neighbour j (column)",
+    Mistake("src_dst_swapped", "g_src and g_dst were swapped: g_dst scores the receiving node i (the query, "
+            "row), g_src the sending neighbour j (column)",
             _gat_mistake("(H @ a_src)[:, None] + (H @ a_dst)[None, :]", _LEAKY, _MASKED)),
-    Mistake("mask_transposed", "the mask was used transposed (edge direction reversed): A[i, j] True means "
+    Mistake("mask_transposed", "the mask was used transposed (edge direction reversed): mask[i, j] True means "
             "node i (row) may attend to node j",
             _gat_mistake(_SCORE, _LEAKY, _MASKED.replace("np.where(A,", "np.where(A.T,"))),
+    Mistake("aggregating_X", "the weights mixed the untransformed features aʲ (alpha @ X); GAT mixes the "
+            "transformed ones: bⁱ = Σ_j α′ᵢⱼ Θaʲ (alpha @ (X @ Theta.T))",
+            _gat_mistake(_SCORE, _LEAKY, _MASKED).replace("return alpha @ H, alpha", "return alpha @ X, alpha")),
+    Mistake("scores_from_X", "the scores were computed from the untransformed features (g · aⁱ); GAT scores the "
+            "transformed ones: αᵢⱼ = LeakyReLU(g_dst · Θaⁱ + g_src · Θaʲ)",
+            _gat_mistake("(X @ a_dst)[:, None] + (X @ a_src)[None, :]", _LEAKY, _MASKED)),
+    Mistake("self_loops_added", "a self-loop was added to every node; the mask is used as given (the graph decides "
+            "whether a node attends to itself)",
+            _gat_mistake(_SCORE, _LEAKY, _MASKED.replace("np.where(A,", "np.where(A | np.eye(len(A), dtype=bool),"))),
+    Mistake("max_over_masked_entries", "each row's maximum was taken over all its entries, the masked ones too; "
+            "when a node's neighbours all score far below a masked entry (1200 lower here), every exp underflows "
+            "to 0 and the node gets zero weights: subtract the maximum over the allowed entries",
+            _gat_mistake(_SCORE, _LEAKY, '''    m = e.max(axis=1, keepdims=True)
+    p = np.exp(np.where(A, e - m, -np.inf))
+    t = p.sum(axis=1, keepdims=True)
+    alpha = p / np.where(t == 0, 1.0, t)
+''')),
     Mistake("not_stabilised", _stability.not_stabilised(),
             _gat_mistake(_SCORE, _LEAKY, '''    p = np.exp(np.where(A, e, -np.inf))
     t = p.sum(axis=1, keepdims=True)
@@ -319,8 +342,58 @@ GAT_MISTAKES = (
 ''')),
 )
 
+# --- task 4: what L stacked layers see ------------------------------------------------------------
+
+def _ref_reach(mask, L):
+    """R[i, j]: node j's features can reach node i's output through L layers that attend along ``mask`` (as
+    given), i.e. a walk of exactly L edges from j to i: the boolean L-th power of the mask."""
+    mask = np.asarray(mask, dtype=bool)
+    reach = np.eye(len(mask), dtype=bool)
+    for _ in range(L):
+        reach = (mask.astype(np.int64) @ reach.astype(np.int64)) > 0  # one more layer: i reads what its neighbours read
+    return reach
+
+
+def _cases_reach(rng):
+    path = np.zeros((6, 6), dtype=bool)
+    path[np.arange(1, 6), np.arange(5)] = True  # a directed path 0 -> 1 -> ... -> 5, no self-loops
+    with_loops = path | np.eye(6, dtype=bool)
+    some_loops = (rng.random((7, 7)) < 0.25) & ~np.eye(7, dtype=bool) | np.diag([1, 0, 1, 0, 1, 0, 0]).astype(bool)
+    return [(some_loops, 2),  # first: general, nodes 0, 2, 4 with a self-loop, every mistake differs
+            (path, 3), (with_loops, 3), (with_loops, 1), (path, 1), (_random_mask(rng, 5, 0.3), 4),
+            (np.zeros((3, 3), dtype=bool), 2),  # no edge at all: nothing reaches anything
+            (np.eye(4, dtype=bool), 5)]         # self-loops only: each node keeps its own features
+
+
+_REACH = '''def reach_after_layers(mask, L):
+    M = mask.astype(int)
+    R = np.eye(len(mask), dtype=int)
+    for _ in range(L):
+        R = ((M @ R) > 0).astype(int)
+    return R > 0
+'''
+
+REACH_MISTAKES = (
+    Mistake("within_L_hops", "every node was taken to keep its own features from layer to layer (walks of at "
+            "most L edges, as with self-loops); a layer attends only where the mask allows: without a self-loop "
+            "node i's output holds nothing of aⁱ, so after L layers node i sees the nodes L edges away, exactly",
+            edited(_REACH, ("R = ((M @ R) > 0).astype(int)",
+                            "R = (((M + np.eye(len(mask), dtype=int)) @ R) > 0).astype(int)"))),
+    Mistake("direction_reversed", "the walks were followed against the edges (the mask transposed); mask[i, j] "
+            "True means node i reads node j, so j's features reach i",
+            edited(_REACH, ("M = mask.astype(int)", "M = mask.T.astype(int)"))),
+    Mistake("one_layer_short", "one layer too few was counted (the (L - 1)-th power of the mask); the first "
+            "layer already reads the neighbours, so L layers read along walks of L edges",
+            edited(_REACH, ("for _ in range(L):", "for _ in range(L - 1):"))),
+    Mistake("one_layer_only", "the mask itself was returned whatever L is; stacking layers lets node i read what "
+            "its neighbours read in the layer below: walks of L edges, the L-th power of the mask",
+            edited(_REACH, ("for _ in range(L):", "for _ in range(min(L, 1)):"))),
+)
+
+
 TASKS = [
     Task(ASSIGNMENT, "adjacency_mask", _ref_mask, _cases_mask, MASK_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "masked_softmax", _ref_masked_softmax, _cases_masked_softmax, SOFTMAX_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "graph_attention", _ref_gat, _cases_gat, GAT_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "reach_after_layers", _ref_reach, _cases_reach, REACH_MISTAKES, setup=SETUP),
 ]
