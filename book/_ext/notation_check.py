@@ -259,10 +259,10 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
                         stripped):
                 fence = None
             continue
-        if stripped.startswith("$$"):
-            display = not display if stripped.count("$$") == 1 else display
+        if display or "$$" in stripped:   # display math, which may open or close mid-line
+            display = display != (stripped.count("$$") % 2 == 1)
             continue
-        if display or stripped.startswith(("<!--", "+++", ":")) or re.fullmatch(r"\([\w-]+\)=", stripped):
+        if stripped.startswith(("<!--", "+++", ":")) or re.fullmatch(r"\([\w-]+\)=", stripped):
             continue
         out.append((k + 1, line))
     return out
