@@ -191,6 +191,7 @@ def setup(app):
     if not getattr(sphinx_i18n.publish_msgstr, "numbered_titles", False):
         sphinx_i18n.publish_msgstr = _numbered_titles(sphinx_i18n.publish_msgstr)
     app.connect("config-inited", author_zh)
+    app.setup_extension("exercise_downloads")   # exercises-en.zip, exercises-zh_CN.zip beside each site
 
     if not getattr(nb_sphinx.load_renderer, "recording", False):
         nb_sphinx.load_renderer = _recording(nb_sphinx.load_renderer)
