@@ -92,7 +92,8 @@ def _split_cell(cell: str) -> list[str]:
             else:
                 part += ch
         out.append(part)
-    return [canon(p) for p in out if p.strip() and "=" not in p and r"\dots" not in p]
+    # "$I = [a^1 \\cdots a^n]$" lists $I$
+    return [canon(p.split("=", 1)[0]) for p in out if p.strip() and r"\dots" not in p.split("=", 1)[0]]
 
 
 def registry(page: Path = PAGE) -> dict[str, set[str]]:
@@ -330,7 +331,7 @@ def catalogue_lines(path: Path) -> list[tuple[int, str]]:
 #: A sentence that gives another text's symbol, "GAT writes $e_{ij}$ for our $\\alpha_{i,j}$", as the
 #: notation page asks a chapter to do once: it is neither a definition nor a forbidden use.
 _QUOTES_OTHERS = re.compile(r"\bwrites\b|\bfor (?:what )?(?:this book|our)\b|\bis our\b|\bthe paper's\b|"
-                            r"\bthe papers'\b|\bin the paper\b|\bcalls?\b.*\bour\b", re.I)
+                            r"\bthe papers'\b|\bin the paper\b|\bcalls?\b.*\bour\b|\bmeans? other things\b", re.I)
 
 
 def _rel(path: Path) -> str:
