@@ -355,24 +355,17 @@ def check_file(path: Path, reg: dict[str, set[str]] | None = None) -> list[Findi
     for number, line in lines:
         if _QUOTES_OTHERS.search(re.sub(r"\$[^$]*\$", " ", line)):
             continue
-        for rule in forbidden(line):
-            out.append(Finding(_rel(path), number, rule, line.strip()[:160]))
+        rules = forbidden(line)
         for sym in definitions(line):
-            if sym in reg:
-                if not exercise and chapter not in reg[sym]:
-                    out.append(Finding(_rel(path), number,
-                                       f"${sym}$ defined again (the notation page lets "
-                                       f"{', '.join(sorted(reg[sym])) or 'no chapter'} define it)",
-                                       line.strip()[:160]))
-            elif base(sym) in letters:
-                if exercise or chapter not in letters[base(sym)]:
-                    out.append(Finding(_rel(path), number,
-                                       f"${sym}$ gives the letter ${base(sym)}$ a meaning the notation page "
-                                       f"does not list (it lists ${base(sym)}$ for "
-                                       f"{', '.join(sorted(letters[base(sym)]))})", line.strip()[:160]))
-            elif not exercise:
-                out.append(Finding(_rel(path), number, f"${sym}$ is defined here but not on the notation page",
-                                   line.strip()[:160]))
+            letter, where = base(sym), ", ".join(sorted(reg.get(sym, ()) or letters.get(base(sym), ())))
+            if sym in reg and not exercise and chapter not in reg[sym]:
+                rules.append(f"${sym}$ defined again (the notation page lets {where or 'no chapter'} define it)")
+            elif sym not in reg and letter in letters and (exercise or chapter not in letters[letter]):
+                rules.append(f"${sym}$ gives the letter ${letter}$ a meaning the notation page does not list "
+                             f"(it lists ${letter}$ for {where})")
+            elif sym not in reg and letter not in letters and not exercise:
+                rules.append(f"${sym}$ is defined here but not on the notation page")
+        out += [Finding(_rel(path), number, rule, line.strip()[:160]) for rule in rules]
     return out
 
 
