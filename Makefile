@@ -54,7 +54,8 @@ help:
 	@echo "make test        ruff, the book build and the whole pytest suite: before a submission"
 	@echo "make notebooks   write the launch notebooks book/<chapter>.ipynb from the chapters"
 	@echo "make translations  new English texts into the Chinese catalogues (locales/zh_CN), untranslated"
-	@echo "make release     regenerate exercises/ from solutions/ (text cells in English and Chinese)"
+	@echo "make release     regenerate exercises/ from solutions/ (text cells in English and Chinese;"
+	@echo "                 LANG=en or LANG=zh_CN: in one language)"
 	@echo "make grade       grade submitted/ (PS=, JOBS=, SCHEDULER=, DB_URL=, EXPORT=, ARGS=)"
 	@echo "make grade-demo  grade a demo class of eight into _build/grade-demo"
 	@echo "make bench       the speed ratios (bench/results.md); BUSY=2 beside two CPU-bound processes"
@@ -97,9 +98,11 @@ check: $(STAMP)
 
 test: lint book pytest
 
+# make release LANG=en or LANG=zh_CN: the text cells in one language (default: both); the grading is the
+# same. Only a LANG given on the command line counts (the environment's LANG=en_US.UTF-8 is the locale).
 release: $(STAMP)
 	-$(BIN)/python -m attn_grader.authoring.bilingual apply
-	$(BIN)/python -m attn_grader.authoring.release
+	$(BIN)/python -m attn_grader.authoring.release --lang $(if $(filter command line,$(origin LANG)),$(LANG),both)
 
 grade: $(STAMP) system-packages
 	$(BIN)/python -m attn_grader.run.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(if $(EXPORT),--export '$(EXPORT)') $(ARGS)

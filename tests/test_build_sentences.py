@@ -41,6 +41,10 @@ def test_no_sentence_about_the_build_in_the_built_pages(page):
     "具体倍数取决于机器以及构建本书时的负载（运行 `make book` 的机器往往是共享的）",
     "上面两行输出给出了在生成本页的那次运行中的分界点",
     "在这次构建中，惰性核函数的耗时是",
+    # issue 28's five examples as a translation would write them
+    "本页执行用时 30.1 秒。", "本页面运行耗时 30.1 秒", "本页在 30.1 秒内执行完毕",
+    "无论哪台机器运行 `make book`", "在本次构建中", "构建机器通常是共享的", "构建用的机器往往是共享的",
+    "这是 HTML 页面能展示的", "The notebook executed in 30.1 s.",
 ])
 def test_the_checker_finds_a_sentence_about_the_build(bad):
     assert build_sentences.find(bad)

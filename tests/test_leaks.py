@@ -1,8 +1,9 @@
 """Nothing of solutions/ reaches the published site, and exercises/ holds no solution.
 
-Scans every file of the built site (SITE_HTML, default _build/html) for nbgrader's solution and
-hidden-test markers, the hidden tests' code, the lines of code only solutions/ holds, and copies
-of solutions/ files. Fast: no browser, no build.
+Scans every file of the built site (SITE_HTML, default _build/html), and every file inside its zips (the
+Exercises page's one-language downloads), for nbgrader's solution and hidden-test markers, the hidden
+tests' code, the lines of code only solutions/ holds, and copies of solutions/ files. Fast: no browser,
+no build.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import hashlib
 import html
 import json
 import re
+import tempfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -72,6 +75,10 @@ def scan_site(site: Path, solutions: Path, published: list[Path]) -> list[str]:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if digest in solution_hashes:
             problems.append(f"{rel} is a copy of {solution_hashes[digest].relative_to(solutions.parent)}")
+        if path.suffix == ".zip":  # a download: what it holds is published too
+            with tempfile.TemporaryDirectory() as unpacked, zipfile.ZipFile(path) as z:
+                z.extractall(unpacked)
+                problems += [f"{rel}: {p}" for p in scan_site(Path(unpacked), solutions, published)]
         if path.suffix not in TEXT_SUFFIXES:
             continue
         raw = path.read_bytes().decode("utf-8", errors="ignore")
@@ -122,8 +129,11 @@ def test_scan_catches_planted_leaks(tmp_path):
     (site / "hidden.js").write_text('check("ps99_demo", "f", f)')
     (site / "marker.txt").write_text("### BEGIN SOLUTION")
     (site / "copy.bin").write_bytes((solutions / "ps99_demo.ipynb").read_bytes())
+    with zipfile.ZipFile(site / "exercises-en.zip", "w") as z:
+        z.writestr("exercises/ps99_demo/ps99_demo.ipynb", json.dumps(nb))
     (site / "_sources").mkdir()
     found = "\n".join(scan_site(site, tmp_path / "solutions", []))
     for expected in ("page.html contains the solution line", "hidden.js contains hidden-test code",
-                     "marker.txt contains the marker", "copy.bin is a copy of", "_sources/ is published"):
+                     "marker.txt contains the marker", "copy.bin is a copy of", "_sources/ is published",
+                     "exercises-en.zip: exercises/ps99_demo/ps99_demo.ipynb contains the marker"):
         assert expected in found, found

@@ -3,6 +3,9 @@
     python -m attn_grader.authoring.bilingual extract   # locales/zh_CN/LC_MESSAGES/exercises/<ps>.po from the English
     python -m attn_grader.authoring.bilingual apply     # solutions/*.ipynb text cells: English + the translation
 
+A release in one language (``make release LANG=zh_CN`` or ``LANG=en``) keeps one side of every text cell
+(:func:`one_language`); code cells, and so the grader, are the same in all three releases.
+
 The English part of every markdown cell of ``solutions/<ps>/<ps>.ipynb`` is a message of
 ``exercises/<ps>.po`` (gettext, as the book's catalogues); ``apply`` writes its translation under it,
 after :data:`MARKER`, so the two can only disagree when the catalogue says so (a changed English
@@ -15,13 +18,25 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..files.languages import MARKER, chinese, english  # noqa: F401 (MARKER, english: this module's API)
+
 ROOT = Path(__file__).resolve().parents[2]
 PO_DIR = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "exercises"
-MARKER = "\n\n---\n<!-- 中文 -->\n\n"
+#: The languages a release can have: both (the default), English only, Chinese only.
+LANGUAGES = ("both", "en", "zh_CN")
 
 
-def english(source: str) -> str:
-    return source.split(MARKER, 1)[0].strip()
+def one_language(nb, lang: str):
+    """``nb`` (an nbformat notebook, changed in place and returned) with its bilingual text cells in
+    ``lang`` only: "en" keeps the English, "zh_CN" the translation (the English where a cell has none),
+    "both" changes nothing.  Code cells and every cell's metadata stay as they are."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"language {lang!r}: one of {', '.join(LANGUAGES)}")
+    if lang != "both":
+        for cell in nb.cells:
+            if cell.cell_type == "markdown" and MARKER in cell.source:
+                cell.source = english(cell.source) if lang == "en" else chinese(cell.source) or english(cell.source)
+    return nb
 
 
 def po_of(path: Path, root: Path = ROOT) -> Path:

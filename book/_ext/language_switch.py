@@ -8,6 +8,15 @@ so the two sites work from the file system and from any web server.
 Alt texts: MyST-NB makes a cell's image (with its ``image: alt:`` option) only after Sphinx has
 translated the page, so the Chinese build looks each alt text up in the page's catalogue here.
 
+Numbered headings ("## 1. Get a notebook"): Sphinx translates a title by parsing its translation as a
+small document, the translation followed by a line of ``=``; MyST reads "1. 获取笔记本" at the start of a
+line as an ordered list, not a heading, and Sphinx then keeps the English.  :func:`_numbered_titles`
+escapes the number of such a translation ("1\\. 获取笔记本"), so every numbered heading, and the page's
+table of contents built from the headings, is translated.
+
+The author in the footer (_config.yml's ``author``, English) is the Chinese team's name in the Chinese
+build (:data:`AUTHOR_ZH`), and its copyright line is Chinese (zh_templates/copyright.html).
+
 Glued values in a translated paragraph: Sphinx parses each translation as a small document of its
 own, which lacks MyST-NB's renderer and so the page's glue data ("No key ... found in glue data");
 the glue roles and directives here look the key up in the page being read instead.
@@ -16,6 +25,7 @@ the glue roles and directives here look the key up in the page being read instea
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.locale import init as init_locale
@@ -24,6 +34,30 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.i18n import docname_to_domain
 
 EN, ZH = "en", "zh_CN"
+#: _config.yml's author, as the Chinese edition's footer names it ("作者：…").
+AUTHOR_ZH = "《一步一步理解自注意力》编写组"
+_TITLE_FORM = re.compile(r"^(\d+)([.)])(\s.*\n=+)$", re.S)
+
+
+def escape_numbered_title(msgstr: str) -> str:
+    """A title's translation in the form Sphinx parses it ("1. 获取笔记本\\n====") with its number escaped,
+    so that MyST reads a heading, not an ordered list; any other message unchanged."""
+    return _TITLE_FORM.sub(r"\1\\\2\3", msgstr)
+
+
+def _numbered_titles(publish_msgstr):
+    def publish(app, source, *args, **kwargs):
+        return publish_msgstr(app, escape_numbered_title(source), *args, **kwargs)
+    publish.numbered_titles = True
+    return publish
+
+
+def author_zh(app, config) -> None:
+    """The Chinese build's footer: the authors in Chinese, and the copyright line in Chinese
+    (zh_templates/copyright.html before the theme's)."""
+    if (config.language or "").startswith("zh"):
+        config.author = AUTHOR_ZH
+        config.templates_path = [str(Path(__file__).parent / "zh_templates"), *config.templates_path]
 
 
 def is_zh(app) -> bool:
@@ -151,7 +185,13 @@ class TranslateTocCaptions(SphinxTransform):
 
 def setup(app):
     import myst_nb.sphinx_ as nb_sphinx
+    import sphinx.transforms.i18n as sphinx_i18n
     from myst_nb.ext.glue import directives, roles
+
+    if not getattr(sphinx_i18n.publish_msgstr, "numbered_titles", False):
+        sphinx_i18n.publish_msgstr = _numbered_titles(sphinx_i18n.publish_msgstr)
+    app.connect("config-inited", author_zh)
+    app.setup_extension("exercise_downloads")   # exercises-en.zip, exercises-zh_CN.zip beside each site
 
     if not getattr(nb_sphinx.load_renderer, "recording", False):
         nb_sphinx.load_renderer = _recording(nb_sphinx.load_renderer)
