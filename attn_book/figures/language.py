@@ -59,9 +59,13 @@ def needs_translation(text: str) -> bool:
     return bool(words(text))
 
 
+def has_chinese(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
 def latin_only(text: str) -> bool:
     """True when ``text`` would show English on a Chinese figure: words to translate and no Chinese."""
-    return needs_translation(text) and not _CJK.search(text)
+    return needs_translation(text) and not has_chinese(text)
 
 
 def message(text: str) -> str:
@@ -183,7 +187,7 @@ def _chinese_font(t: Text) -> None:
     per-glyph fallback, except in a text with mathtext, whose plain part is drawn in the first font of
     its family alone (the maths keeps its own fonts)."""
     family = [f for f in t.get_fontfamily() if f != CJK_FONT]
-    if "$" in t.get_text() and _CJK.search(t.get_text()):
+    if "$" in t.get_text() and has_chinese(t.get_text()):
         t.set_fontfamily([CJK_FONT, *family])
     else:
         t.set_fontfamily([*family, CJK_FONT])
@@ -285,7 +289,8 @@ def update_catalogue(folder: Path, path: Path = CATALOGUE) -> list[str]:
             catalog.obsolete[msg.id] = msg
             catalog.delete(msg.id)
     for msgid, where in pages.items():
-        msg = catalog.get(msgid) or catalog.add(msgid, "")
+        old = catalog.obsolete.pop(msgid, None)  # a text drawn again gets its old translation back
+        msg = catalog.get(msgid) or catalog.add(msgid, old.string if old else "")
         msg.locations = [(page, None) for page in where]
         msg.flags.discard("python-brace-format")  # {#} is this catalogue's number, not a Python field
     catalog.fuzzy = False
