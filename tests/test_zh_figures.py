@@ -129,6 +129,13 @@ def _images(page_html) -> list[str]:
 def test_every_figure_has_a_chinese_image_without_english_text():
     figures = _figures()
     executed = [(page, str(cell)) for page, cell, _ in language.executed_figures(EXECUTED)]
+    pngs = [(nb.relative_to(EXECUTED).with_suffix("").as_posix(), str(index))
+            for nb in sorted(EXECUTED.rglob("*.ipynb"))
+            for index, cell in enumerate(json.loads(nb.read_text(encoding="utf-8"))["cells"])
+            for output in cell.get("outputs", []) if "image/png" in output.get("data", {})]
+    assert set(pngs) <= set(executed), (
+        "figures executed without the figure hook (an execution cache older than it: rm -rf "
+        f"_build/.jupyter_cache and make book): {sorted(set(pngs) - set(executed))[:10]}")
     assert sorted((f["page"], str(f["cell"])) for f in figures) == sorted(executed)
     catalogue, english = language.load_catalogue(), []
     for f in figures:
