@@ -67,11 +67,13 @@ book: $(STAMP)
 	$(BIN)/python book/_ext/i18n.py zh
 	@echo "Book: file://$(CURDIR)/_build/html/index.html (中文版: _build/html/zh/index.html)"
 
-# After an English text changed: the catalogues (locales/zh_CN) get its new messages, untranslated;
-# translate them (python book/_ext/po_check.py lists what is left), then make release.
+# After an English text changed: the catalogues (locales/zh_CN) get its new messages, untranslated
+# (figures.po: the figures' texts, read from the last make book's executed chapters); translate them
+# (python book/_ext/po_check.py lists what is left), then make release.
 translations: $(STAMP)
 	$(BIN)/python book/_ext/i18n.py pot
 	$(BIN)/python book/_ext/i18n.py update
+	$(BIN)/python book/_ext/i18n.py figures
 	$(BIN)/python -m attn_grader.authoring.bilingual extract
 
 # The launch notebooks book/<chapter>.ipynb (no outputs) from the .md chapters; commit them with the chapter.

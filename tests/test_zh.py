@@ -232,7 +232,7 @@ class TestChineseSite:
 
 @pytest.mark.slow
 def test_figure_captions_and_alt_texts_are_chinese():
-    """Figures keep their English labels, but their captions and alt texts are translated."""
+    """The figures' captions and alt texts are translated (their drawn texts: tests/test_zh_figures.py)."""
     need_site()
     need((ZH / "index.html").is_file(), f"no Chinese edition at {ZH}: run make book")
     cjk = re.compile(r"[\u4e00-\u9fff]")

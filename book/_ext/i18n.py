@@ -2,11 +2,15 @@
 
     python book/_ext/i18n.py pot      # _build/gettext/*.pot: every translatable message of the book
     python book/_ext/i18n.py update   # locales/zh_CN/LC_MESSAGES/*.po updated from them (sphinx-intl)
+    python book/_ext/i18n.py figures  # locales/zh_CN/LC_MESSAGES/figures.po: every text of the figures
     python book/_ext/i18n.py zh       # _build/html/zh/: the book in Simplified Chinese
 
 Both builds read the book's _config.yml exactly as `jupyter-book build` does, with its execution
 cache (_build/.jupyter_cache): no chapter executes a second time.  A changed English paragraph shows
 up in the catalogue as an untranslated or fuzzy message (tests/test_zh.py fails the build on it).
+The figures are drawn in English when a chapter executes and again, from the same executed figure, with
+their texts translated through figures.po in the zh build (book/_ext/figure_language.py); `figures`
+reads the figures' texts from the English build's executed notebooks (_build/jupyter_execute).
 """
 
 from __future__ import annotations
@@ -65,6 +69,13 @@ def main(argv: list[str]) -> int:
     if what == "update":
         return subprocess.call([str(Path(sys.executable).with_name("sphinx-intl")), "update", "-p",
                                 str(ROOT / "_build" / "gettext"), "-l", LANG, "-d", str(LOCALES), "-w", "0"])
+    if what == "figures":  # after make book: the figures' texts into figures.po, new ones untranslated
+        from attn_book.figures import language
+
+        todo = language.update_catalogue(ROOT / "_build" / "jupyter_execute")
+        where = language.CATALOGUE.relative_to(ROOT)
+        print(f"{where}: {len(todo)} figure texts to translate" + "".join(f"\n  {m!r}" for m in todo))
+        return 0
     if what == "zh":  # zh [BUILD_ROOT]: beside the English site of BUILD_ROOT (default _build)
         root = Path(argv[1]) if len(argv) > 1 else ROOT / "_build"
         out = root / "html" / "zh"
@@ -74,7 +85,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(out.parent / "jupyter_execute", ignore_errors=True)
         print(f"Chinese edition: file://{out}/index.html")
         return code
-    raise SystemExit(f"unknown step {what!r}: pot, update or zh")
+    raise SystemExit(f"unknown step {what!r}: pot, update, figures or zh")
 
 
 if __name__ == "__main__":
