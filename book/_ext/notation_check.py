@@ -66,6 +66,12 @@ def canon(sym: str) -> str:
     return s
 
 
+def shape(sym: str) -> str:
+    """A symbol with its indices made generic: $a^1$ and $e^0$ are $a^i$ and $e^i$, $\\alpha_{1,2}$ is $\\alpha_{i,j}$."""
+    index = re.compile(r"(?<![A-Za-z\\])(?:[0-9]+|[ijtnm]|\\ell)(?![A-Za-z])")
+    return re.sub(r"([\^_])(\{[^{}]*\}|\\?[A-Za-z0-9]+)", lambda m: m.group(1) + index.sub("#", m.group(2)), canon(sym))
+
+
 def base(sym: str) -> str:
     """The letter a symbol is made from: sub- and superscripts dropped, accents kept (\\bar M is not M,
     \\alpha' is not \\alpha)."""
@@ -142,6 +148,7 @@ def definitions(text: str) -> list[str]:
         if len(cells) >= 2 and re.fullmatch(r"\$[^$]+\$", cells[0]):
             out += _split_cell(cells[0])
     # a symbol is one letter with scripts, not a formula: "$q^i = W^q a^i$ is the query" defines nothing
+    out = [s.split(",")[0] if r"\dots" in s else s for s in out]  # "$a^1, \dots, a^n$ are" defines $a^1$
     return [s for s in out if base(s) and len(s) < 30 and not re.search(r"[=+<>]|\\(?:le|ge|sum|frac)\b", s)]
 
 
@@ -161,7 +168,7 @@ def _bare(letter: str, m: str, allow_after: str = "") -> bool:
     for hit in re.finditer(rf"(?<![A-Za-z]){letter}(?![A-Za-z])", s):
         if re.search(r"[\^_]\s*\{?\s*$", s[:hit.start()]):   # a script of another symbol: \beta^h, d_k
             continue
-        rest = s[hit.end():].lstrip()
+        rest = s[hit.end():].lstrip().lstrip("}")  # \overrightarrow{h}^t is h^t
         if allow_after and re.match(allow_after, rest):
             continue
         return True
@@ -330,8 +337,8 @@ def catalogue_lines(path: Path) -> list[tuple[int, str]]:
 
 #: A sentence that gives another text's symbol, "GAT writes $e_{ij}$ for our $\\alpha_{i,j}$", as the
 #: notation page asks a chapter to do once: it is neither a definition nor a forbidden use.
-_QUOTES_OTHERS = re.compile(r"\bwrites\b|\bfor (?:what )?(?:this book|our)\b|\bis our\b|\bthe paper's\b|"
-                            r"\bthe papers'\b|\bin the paper\b|\bcalls?\b.*\bour\b|\bmeans? other things\b", re.I)
+_QUOTES_OTHERS = re.compile(r"\bwrites?\b|\bfor (?:what )?(?:this book|our)\b|\b(?:is|are) our\b|\bthe paper's\b|"
+                            r"\bthe papers'\b|\bin the paper\b|\bcalls?\b.*\bour\b|\bmeans? other things\b|论文.*写作|写作.*论文", re.I)
 
 
 def _rel(path: Path) -> str:
@@ -352,11 +359,14 @@ def check_file(path: Path, reg: dict[str, set[str]] | None = None) -> list[Findi
     lines = (notebook_lines(path) if path.suffix == ".ipynb" else catalogue_lines(path) if path.suffix == ".py"
              else sentences(prose_lines(path.read_text(encoding="utf-8"))))
     chapter, out = chapter_of(path), []
+    shapes = {shape(k): k for k in reg}
     for number, line in lines:
+        line = re.sub(r'"[^"]*"|“[^”]*”', '" "', line)  # a quotation is the quoted text's notation, not ours
         if _QUOTES_OTHERS.search(re.sub(r"\$[^$]*\$", " ", line)):
             continue
         rules = forbidden(line)
         for sym in definitions(line):
+            sym = shapes.get(shape(sym), sym)  # $a^1$ is the registry's $a^i$
             letter, where = base(sym), ", ".join(sorted(reg.get(sym, ()) or letters.get(base(sym), ())))
             if sym in reg and not exercise and chapter not in reg[sym]:
                 rules.append(f"${sym}$ defined again (the notation page lets {where or 'no chapter'} define it)")
