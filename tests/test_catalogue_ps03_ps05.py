@@ -1,4 +1,4 @@
-"""Catalogues ps03_relevance and ps05_matrix_form: their references agree with PyTorch and the formulas.
+"""Catalogues ps03_relevance, ps04 and ps05_matrix_form: their references agree with PyTorch and the formulas.
 
 (Solutions passing and mistakes named, for every catalogue: test_catalogues.py.)
 """
@@ -31,6 +31,16 @@ def test_ps05_example_is_the_books():
         np.testing.assert_array_equal(ns[name], value)
 
 
+def test_ps04_example_is_the_books():
+    from attn_grader.catalogue import ps04_step_by_step as ps04
+    from attn_ref.examples import lecture_example
+
+    ns = {}
+    exec(ps04.SETUP, ns)  # noqa: S102 - our own constant
+    for name, value in zip(("a", "W_q", "W_k", "W_v"), lecture_example(), strict=True):
+        np.testing.assert_array_equal(ns[name], value)
+
+
 def test_ps03_softmax_conventions():
     task = next(t for t in ps03.TASKS if t.func_name == "softmax")
     out = task.reference(np.array([[709.0, 709.0, 708.0], [-np.inf, -np.inf, -np.inf]]), -1)
@@ -55,12 +65,18 @@ def test_row_references_match_torch(item):
             np.testing.assert_allclose(task.reference(*args)[0], out.numpy(), rtol=1e-10, atol=1e-12)
 
 
-def test_ps05_columns_reference_is_the_row_form_transposed():
-    task = next(t for t in ps05.TASKS if t.func_name == "self_attention_columns")
-    for I, Wq, Wk, Wv in task.hidden_cases():
-        O, A_prime = task.reference(I, Wq, Wk, Wv)
-        X = torch.tensor(I.T)
-        q, k = X @ torch.tensor(Wq).T, X @ torch.tensor(Wk).T
-        w = torch.softmax(q @ k.T / Wq.shape[0] ** 0.5, dim=-1).numpy()
-        np.testing.assert_allclose(A_prime, w.T, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(O, (Wv @ I) @ w.T, rtol=1e-10, atol=1e-12)
+def test_ps05_attention_matrix_reference_is_the_row_form_transposed():
+    task = next(t for t in ps05.TASKS if t.func_name == "attention_matrix")
+    for Q, K in task.hidden_cases():
+        q, k = torch.tensor(Q.T), torch.tensor(K.T)  # one query / key per row
+        w = torch.softmax(q @ k.T / Q.shape[0] ** 0.5, dim=-1).numpy()
+        np.testing.assert_allclose(task.reference(Q, K), w.T, rtol=1e-10, atol=1e-12)
+
+
+def test_ps05_score_variance_grows_like_d_k():
+    """The measurement the task asks for: on standard normal pairs the raw variance is about d_k, scaled about 1."""
+    task = next(t for t in ps05.TASKS if t.func_name == "score_variance")
+    rng = np.random.default_rng(1)
+    for d_k in (2, 32, 512):
+        raw, scaled = task.reference(rng.standard_normal((d_k, 20000)), rng.standard_normal((d_k, 20000)))
+        assert abs(raw / d_k - 1) < 0.05 and abs(scaled - 1) < 0.05, (d_k, raw, scaled)
