@@ -103,8 +103,8 @@ FCN_MISTAKES = (
             '''def fcn_tag_logits(X, W1, beta1, W2, beta2):
     return (X @ W1.T + beta1) @ W2.T + beta2
 '''),
-    Mistake("relu_on_output", "a ReLU was also applied to the output scores; the tag scores zᵗ = W2 max(0, W1 aᵗ + β₁) + β₂ "
-            "are not clipped (they may be negative)",
+    Mistake("relu_on_output", "a ReLU was also applied to the output scores; the tag scores "
+            "zᵗ = W2 max(0, W1 aᵗ + β₁) + β₂ are not clipped (they may be negative)",
             '''def fcn_tag_logits(X, W1, beta1, W2, beta2):
     H = np.maximum(X @ W1.T + beta1, 0.0)
     return np.maximum(H @ W2.T + beta2, 0.0)

@@ -48,13 +48,13 @@ DOT_MISTAKES = (
             '''def dot_product_scores(Q, K):
     return K @ Q.T
 '''),
-    Mistake("diagonal_only", "only q_i . k_i (each query with the key of the same index) was computed; "
+    Mistake("diagonal_only", "only qⁱ · kⁱ (each query with the key of the same index) was computed; "
             "every query is compared with every key",
             '''def dot_product_scores(Q, K):
     return np.sum(Q * K, axis=1)
 '''),
     Mistake("scaled_by_sqrt_d", "the scores were divided by sqrt(d); this task asks for the plain dot "
-            "product q_i . k_j (the Transformer's scaling comes with the matrix form, problem set 5)",
+            "product qⁱ · kʲ (the Transformer's scaling comes with the matrix form, problem set 5)",
             '''def dot_product_scores(Q, K):
     return Q @ K.T / np.sqrt(Q.shape[1])
 '''),
@@ -84,13 +84,13 @@ def _cases_additive(rng):
 
 
 ADDITIVE_MISTAKES = (
-    Mistake("tanh_forgotten", "tanh was left out: the score is w . tanh(W_q q_i + W_k k_j), and without the "
+    Mistake("tanh_forgotten", "tanh was left out: the score is wᵀ tanh(W_q qⁱ + W_k kʲ), and without the "
             "activation it is just a sum of a query term and a key term",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = (Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :]
     return h @ w
 '''),
-    Mistake("tanh_after_w", "tanh was applied after the last weights w; it acts on W_q q_i + W_k k_j, "
+    Mistake("tanh_after_w", "tanh was applied after the last weights w; it acts on W_q qⁱ + W_k kʲ, "
             "before w: w . tanh(...)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = (Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :]
@@ -101,20 +101,20 @@ ADDITIVE_MISTAKES = (
     h = np.tanh((Q @ W_k.T)[:, None, :] + (K @ W_q.T)[None, :, :])
     return h @ w
 '''),
-    Mistake("w_ignored", "the last weights w were left out: tanh(W_q q_i + W_k k_j) was summed over its "
-            "components (as if w were all ones); the score is w · tanh(W_q q_i + W_k k_j)",
+    Mistake("w_ignored", "the last weights w were left out: tanh(W_q qⁱ + W_k kʲ) was summed over its "
+            "components (as if w were all ones); the score is wᵀ tanh(W_q qⁱ + W_k kʲ)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = np.tanh((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :])
     return h.sum(-1)
 '''),
-    Mistake("diagonal_pairs_only", "only the pairs (q_i, k_i) of the same index were scored (the projections "
+    Mistake("diagonal_pairs_only", "only the pairs (qⁱ, kⁱ) of the same index were scored (the projections "
             "added row by row, without broadcasting); every query is scored against every key: "
-            "W_q q_i + W_k k_j for all i and j, shape (n_q, n_k)",
+            "W_q qⁱ + W_k kʲ for all i and j, shape (n_q, n_k)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     return np.tanh(Q @ W_q.T + K @ W_k.T) @ w
 '''),
     Mistake("multiplied_not_added", "the two projections were multiplied; the additive score adds them: "
-            "tanh(W_q q_i + W_k k_j)",
+            "tanh(W_q qⁱ + W_k kʲ)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = np.tanh((Q @ W_q.T)[:, None, :] * (K @ W_k.T)[None, :, :])
     return h @ w
@@ -259,10 +259,12 @@ MASKED_MISTAKES = (
             edited(_MASKED, ("i[None, :] <= i[:, None]", "i[None, :] < i[:, None]"))),
     Mistake("padded_queries_kept", "only the padded keys were masked; a padded query (a row i >= length) still "
             "got weights, but it attends to nothing: its row is all zeros",
-            edited(_MASKED, ("(i[None, :] < length) & (i[:, None] < length)", "(i[None, :] < length) & (i[:, None] >= 0)"))),
+            edited(_MASKED, ("(i[None, :] < length) & (i[:, None] < length)",
+                             "(i[None, :] < length) & (i[:, None] >= 0)"))),
     Mistake("padded_keys_kept", "only the padded queries were blocked; the padded keys (columns j >= length) "
             "still got weight from the real queries: mask them too",
-            edited(_MASKED, ("(i[None, :] < length) & (i[:, None] < length)", "(i[:, None] < length) & (i[None, :] >= 0)"))),
+            edited(_MASKED, ("(i[None, :] < length) & (i[:, None] < length)",
+                             "(i[:, None] < length) & (i[None, :] >= 0)"))),
     Mistake("masked_with_zero", "the masked scores were set to 0 instead of -inf: a score of 0 still gets "
             "weight exp(0) after the softmax; fill them with -inf so that they get weight 0",
             edited(_MASKED, ("np.where(allowed, scores, -np.inf)", "np.where(allowed, scores, 0.0)"))),

@@ -4,7 +4,7 @@ Practises the chapter "Matrix form" (矩阵形式): in the lecture's column layo
 a^1..a^n as columns, Q = W^q I, K = W^k I, V = W^v I, A = K^T Q (scaled by 1/sqrt(d_k)),
 A' = softmax of each column, O = V A'; in PyTorch's row layout X (..., n, d_in),
 softmax(Q K^T / sqrt(d_k)) V with Q = X W_q^T.  Weights have nn.Linear's shape (d_out, d_in).
-References: :func:`attn_ref.attention.self_attention_columns` (A'), :func:`attn_ref.attention.self_attention`; the
+References: :func:`attn_ref.softmax.softmax` (A'), :func:`attn_ref.attention.self_attention`; the
 variance of the scores q^i . k^i against d_k (task 4), measured on given samples.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attn_ref.attention import self_attention, self_attention_columns
+from attn_ref.attention import self_attention
 from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
