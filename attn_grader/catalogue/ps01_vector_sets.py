@@ -133,21 +133,21 @@ FRAMES_MISTAKES = (
     n = 1 + (len(x) - hop) // frame_len
     return np.stack([x[i * frame_len:i * frame_len + hop] for i in range(n)])
 '''),
-    Mistake("last_frame_dropped", "one complete frame too few: the count is 1 + (L - frame_len) // hop "
+    Mistake("last_frame_dropped", "one complete frame too few: the count is 1 + (n - frame_len) // hop (n samples) "
             "(the first frame starts at 0)",
             '''def frame_signal(x, frame_len, hop):
     n = (len(x) - frame_len) // hop
     return np.array([x[i * hop:i * hop + frame_len] for i in range(n)]).reshape(n, frame_len)
 '''),
     Mistake("partial_frame_padded", "an incomplete last frame was zero-padded and kept; only complete frames "
-            "count: 1 + (L - frame_len) // hop",
+            "count: 1 + (n - frame_len) // hop (n samples)",
             '''def frame_signal(x, frame_len, hop):
     n = 1 + int(np.ceil((len(x) - frame_len) / hop))
     padded = np.concatenate([x, np.zeros((n - 1) * hop + frame_len - len(x))])
     return np.stack([padded[i * hop:i * hop + frame_len] for i in range(n)])
 '''),
     Mistake("frames_per_hop", "len(x) // hop frames were made (one per hop, zero-padded at the end); frames "
-            "must lie inside the signal: 1 + (L - frame_len) // hop of them",
+            "must lie inside the signal: 1 + (n - frame_len) // hop (n samples) of them",
             '''def frame_signal(x, frame_len, hop):
     n = len(x) // hop
     padded = np.concatenate([x, np.zeros(n * hop + frame_len)])
