@@ -4,7 +4,6 @@ Practises the chapter "Self-attention step by step" (逐步计算自注意力): 
 v^j = W^v a^j, alpha_{i,j} = q^i . k^j (the lecture's unscaled dot product), alpha'_{i,.} =
 softmax(alpha_{i,.}), b^i = sum_j alpha'_{i,j} v^j.  Inputs use the lecture's column layout:
 a (d_in, n) holds a^1..a^n as columns; weights have nn.Linear's shape (d_out, d_in).
-Task 5 shuffles the input (a[:, perm]) and asks for every output: they move with their inputs.
 References: :func:`attn_ref.attention.attend_one` with ``scale=1.0`` and :func:`attn_ref.softmax.softmax`.
 """
 
@@ -17,7 +16,7 @@ from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
 from . import _stability
-from ._shared import edited, qkv_weights
+from ._shared import qkv_weights
 
 ASSIGNMENT = "ps04_step_by_step"
 EXAMPLE = '''# The book's running example (chapters "Self-attention step by step" and "Matrix form"):
@@ -240,54 +239,10 @@ OUTPUT_MISTAKES = (
 )
 
 
-
-# --- task 5: the outputs of a shuffled input ----------------------------------------------------
-
-def _ref_permuted(a, perm, W_q, W_k, W_v):
-    shuffled = np.asarray(a, dtype=float)[:, perm]
-    return np.stack([attend_one(shuffled, j, W_q, W_k, W_v, scale=1.0).b for j in range(shuffled.shape[1])], axis=1)
-
-
-def _cases_permuted(rng):
-    cases = []
-    for d_in, d_k, d_v, n in [(3, 2, 2, 4), (4, 3, 5, 6), (2, 2, 3, 3), (5, 4, 2, 7), (3, 2, 2, 1)]:
-        perm = rng.permutation(n)
-        if n > 2 and np.array_equal(np.argsort(perm), perm):  # an involution: its inverse is itself
-            perm = np.roll(np.arange(n), 1)
-        cases.append((rng.standard_normal((d_in, n)), perm, *qkv_weights(rng, d_in, d_k, d_v)))
-    return cases
-
-
-#: The right answer, self-contained; each mistake below edits it.
-_PERMUTED = '''def permuted_outputs(a, perm, W_q, W_k, W_v):
-    shuffled = a[:, perm]
-    Q, K, V = W_q @ shuffled, W_k @ shuffled, W_v @ shuffled
-    alpha = K.T @ Q
-    e = np.exp(alpha - alpha.max(axis=0, keepdims=True))
-    return V @ (e / e.sum(axis=0, keepdims=True))
-'''
-
-PERMUTED_MISTAKES = (
-    Mistake("not_shuffled", "the outputs of the original order were returned; column j must be the output for "
-            "the query in column j of the shuffled input a[:, perm] (it is b of the original column perm[j])",
-            edited(_PERMUTED, ("shuffled = a[:, perm]", "shuffled = a"))),
-    Mistake("inverse_permutation", "the input was shuffled with the inverse permutation (column perm[j] of the "
-            "result holds original column j); the shuffled input is a[:, perm]: its column j is the original "
-            "column perm[j]",
-            edited(_PERMUTED, ("shuffled = a[:, perm]", "shuffled = a[:, np.argsort(perm)]"))),
-    Mistake("values_not_shuffled", "the weights were computed on the shuffled input but applied to the values of "
-            "the original order; the weight of key j belongs to the value of the same vector, vʲ",
-            edited(_PERMUTED, ("V = ", "V_shuffled = "), ("return V @", "V = W_v @ a\n    return V @"))),
-    Mistake("scaled_by_sqrt_dk", "the scores were divided by √d_k; this task uses the lecture's plain dot "
-            "product αᵢⱼ = qⁱ · kʲ, as in task 4",
-            edited(_PERMUTED, ("alpha = K.T @ Q", "alpha = K.T @ Q / np.sqrt(W_q.shape[0])"))),
-)
-
 TASKS = [
     Task(ASSIGNMENT, "query_key_value", _ref_qkv, _cases_qkv, QKV_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "attention_scores_for_query", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "normalise", _ref_normalise, _cases_normalise, NORMALISE_MISTAKES, setup=SETUP,
          rtol=1e-5, atol=1e-7),
     Task(ASSIGNMENT, "output_for_query", _ref_output, _cases_output, OUTPUT_MISTAKES, setup=SETUP),
-    Task(ASSIGNMENT, "permuted_outputs", _ref_permuted, _cases_permuted, PERMUTED_MISTAKES, setup=SETUP),
 ]

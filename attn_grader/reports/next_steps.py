@@ -51,7 +51,6 @@ SECTIONS: dict[str, dict[str, tuple[str, str]]] = {
         "attention_scores_for_query": ("step_by_step", "Step 2: every score of query 1, including its own"),
         "normalise": ("step_by_step", "Step 3: softmax"),
         "output_for_query": ("step_by_step", "Step 5: the weighted sum"),
-        "permuted_outputs": ("positional", "Without positions, a permutation in is a permutation out"),
     },
     "ps05_matrix_form": {
         "project": ("matrix_form", "Queries, keys and values: $Q = W^q I$, $K = W^k I$, $V = W^v I$"),
