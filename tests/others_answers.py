@@ -55,15 +55,19 @@ RIGHT_SOFTMAX = '''def softmax(x, axis=-1):
     return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
 '''
 
-# Task 4's cell defines its own one-argument softmax, as many tutorials do.
+# Task 4's cell defines its own one-argument softmax, as many tutorials do: task 3's softmax is still graded as it
+# stood after its own cell (it passes), and the helper's NaN on a filler row is named in task 4.
 HELPER_IN_LATER_CELL = '''def softmax(x):
     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def attention_weights(Q, K):
-    d_k = Q.shape[-1]
-    return softmax(Q @ K.T / np.sqrt(d_k))
+def masked_weights(scores, length, causal):
+    n = scores.shape[-1]
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    allowed[length:, :] = False
+    allowed[:, length:] = False
+    return softmax(np.where(allowed, scores, -np.inf))
 '''
 
 # Cosine similarity divided by the norm of the column's vector only.
@@ -244,8 +248,8 @@ OTHERS = [
     ("pygat_fill", "ps11_graphs", {"masked_softmax_answer": PYGAT_MASKED_SOFTMAX},
      {"masked_softmax": (False, "filled_with_minus_9e15", ())}),
     ("helper_later", "ps03_relevance", {"softmax_answer": RIGHT_SOFTMAX,
-                                        "attention_weights_answer": HELPER_IN_LATER_CELL},
-     {"softmax": (True, None, ()), "attention_weights": (True, None, ())}),
+                                        "masked_weights_answer": HELPER_IN_LATER_CELL},
+     {"softmax": (True, None, ()), "masked_weights": (False, "nan_on_masked_row", ())}),
     ("torch_float32_rows", "ps05_matrix_form", {"self_attention_rows_answer": TORCH_ROWS},
      {"self_attention_rows": (True, None, ())}),
     ("cosine_one_norm", "ps01_vector_sets", {"cosine_similarity_matrix_answer": COSINE_ONE_NORM},

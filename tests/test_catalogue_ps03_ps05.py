@@ -1,4 +1,4 @@
-"""Catalogues ps03_relevance and ps05_matrix_form: their references agree with PyTorch and the formulas.
+"""Catalogues ps03_relevance, ps04 and ps05_matrix_form: their references agree with PyTorch and the formulas.
 
 (Solutions passing and mistakes named, for every catalogue: test_catalogues.py.)
 """
@@ -6,7 +6,6 @@
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 
@@ -14,20 +13,22 @@ from attn_grader.catalogue import ps03_relevance as ps03
 from attn_grader.catalogue import ps05_matrix_form as ps05
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = [ps03, ps05]
-TASKS = [(m, t) for m in MODULES for t in m.TASKS]
-
-
-def _ids(item):
-    return f"{item[1].assignment}.{item[1].func_name}"
-
-
 def test_ps05_example_is_the_books():
     from attn_ref.examples import lecture_example
 
     ns = {}
     exec(ps05.SETUP, ns)  # noqa: S102 - our own constant
     for name, value in zip(("I", "W_q", "W_k", "W_v"), lecture_example(), strict=True):
+        np.testing.assert_array_equal(ns[name], value)
+
+
+def test_ps04_example_is_the_books():
+    from attn_grader.catalogue import ps04_step_by_step as ps04
+    from attn_ref.examples import lecture_example
+
+    ns = {}
+    exec(ps04.SETUP, ns)  # noqa: S102 - our own constant
+    for name, value in zip(("a", "W_q", "W_k", "W_v"), lecture_example(), strict=True):
         np.testing.assert_array_equal(ns[name], value)
 
 
@@ -40,27 +41,39 @@ def test_ps03_softmax_conventions():
     np.testing.assert_allclose(out[0], e / e.sum(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("item", [(m, t) for m in MODULES for t in m.TASKS
-                                  if t.func_name in ("attention_weights", "self_attention_rows")], ids=_ids)
-def test_row_references_match_torch(item):
-    _, task = item
+def test_row_reference_matches_torch():
+    task = next(t for t in ps05.TASKS if t.func_name == "self_attention_rows")
     for args in task.hidden_cases():
-        if task.func_name == "attention_weights":
-            Q, K = (torch.tensor(a) for a in args)
-            expected = torch.softmax(Q @ K.T / Q.shape[-1] ** 0.5, dim=-1).numpy()
-            np.testing.assert_allclose(task.reference(*args), expected, rtol=1e-10, atol=1e-12)
-        else:
-            X, Wq, Wk, Wv = (torch.tensor(a) for a in args)
-            out = F.scaled_dot_product_attention(X @ Wq.T, X @ Wk.T, X @ Wv.T)
-            np.testing.assert_allclose(task.reference(*args)[0], out.numpy(), rtol=1e-10, atol=1e-12)
+        X, Wq, Wk, Wv = (torch.tensor(a) for a in args)
+        out = F.scaled_dot_product_attention(X @ Wq.T, X @ Wk.T, X @ Wv.T)
+        np.testing.assert_allclose(task.reference(*args)[0], out.numpy(), rtol=1e-10, atol=1e-12)
 
 
-def test_ps05_columns_reference_is_the_row_form_transposed():
-    task = next(t for t in ps05.TASKS if t.func_name == "self_attention_columns")
-    for I, Wq, Wk, Wv in task.hidden_cases():
-        O, A_prime = task.reference(I, Wq, Wk, Wv)
-        X = torch.tensor(I.T)
-        q, k = X @ torch.tensor(Wq).T, X @ torch.tensor(Wk).T
-        w = torch.softmax(q @ k.T / Wq.shape[0] ** 0.5, dim=-1).numpy()
-        np.testing.assert_allclose(A_prime, w.T, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(O, (Wv @ I) @ w.T, rtol=1e-10, atol=1e-12)
+def test_ps03_masked_weights_reference_matches_torch():
+    """masked_weights' reference is PyTorch's softmax over a causal and padding mask (filler rows: zeros)."""
+    task = next(t for t in ps03.TASKS if t.func_name == "masked_weights")
+    for scores, length, causal in task.hidden_cases():
+        n = len(scores)
+        keep = torch.zeros(n, n, dtype=torch.bool)
+        keep[:length, :length] = True
+        if causal:
+            keep &= torch.ones(n, n, dtype=torch.bool).tril()
+        w = torch.softmax(torch.tensor(scores).masked_fill(~keep, float("-inf")), dim=-1).nan_to_num(0.0)
+        np.testing.assert_allclose(task.reference(scores, length, causal), w.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_ps05_attention_matrix_reference_is_the_row_form_transposed():
+    task = next(t for t in ps05.TASKS if t.func_name == "attention_matrix")
+    for Q, K in task.hidden_cases():
+        q, k = torch.tensor(Q.T), torch.tensor(K.T)  # one query / key per row
+        w = torch.softmax(q @ k.T / Q.shape[0] ** 0.5, dim=-1).numpy()
+        np.testing.assert_allclose(task.reference(Q, K), w.T, rtol=1e-10, atol=1e-12)
+
+
+def test_ps05_score_variance_grows_like_d_k():
+    """The measurement the task asks for: on standard normal pairs the raw variance is about d_k, scaled about 1."""
+    task = next(t for t in ps05.TASKS if t.func_name == "score_variance")
+    rng = np.random.default_rng(1)
+    for d_k in (2, 32, 512):
+        raw, scaled = task.reference(rng.standard_normal((d_k, 20000)), rng.standard_normal((d_k, 20000)))
+        assert abs(raw / d_k - 1) < 0.05 and abs(scaled - 1) < 0.05, (d_k, raw, scaled)

@@ -33,16 +33,16 @@ UNSHIFTED = {"ps12_efficient.online_softmax": "max_not_subtracted"}
 
 #: What the issue named as normalising; the catalogues' lists must hold at least these.
 EXPECTED = {
-    "ps03_relevance.softmax", "ps03_relevance.attention_weights", "ps04_step_by_step.normalise",
-    "ps04_step_by_step.output_for_query", "ps05_matrix_form.attention_matrix",
-    "ps05_matrix_form.self_attention_columns", "ps05_matrix_form.self_attention_rows",
+    "ps03_relevance.softmax", "ps03_relevance.masked_weights", "ps04_step_by_step.normalise",
+    "ps04_step_by_step.output_for_query", "ps05_matrix_form.attention_matrix", "ps05_matrix_form.self_attention_rows",
     "ps06_multi_head.multi_head_attention", "ps08_speech_images.truncated_attention",
     "ps11_graphs.masked_softmax", "ps11_graphs.graph_attention", "ps12_efficient.online_softmax",
     "ps12_efficient.online_step", "ps12_efficient.blocked_attention",
 }
 
 #: Tasks that take a mask and so can meet a fully masked row.
-MASKED = {"ps03_relevance.softmax", "ps11_graphs.masked_softmax", "ps11_graphs.graph_attention"}
+MASKED = {"ps03_relevance.softmax", "ps03_relevance.masked_weights", "ps11_graphs.masked_softmax",
+          "ps11_graphs.graph_attention"}
 
 
 def _listed() -> set[str]:
@@ -80,6 +80,12 @@ def _band(Q, K, V, w):
     return np.where(np.abs(idx[:, None] - idx[None, :]) <= w, s, np.nan)
 
 
+def _masks(n, length, causal):
+    i = np.arange(n)
+    allowed = (i[None, :] < length) & (i[:, None] < length)
+    return allowed & (i[None, :] <= i[:, None]) if causal else allowed
+
+
 def _gat(X, A, W, a_src, a_dst):
     H = X @ W.T
     e = (H @ a_dst)[:, None] + (H @ a_src)[None, :]
@@ -88,12 +94,11 @@ def _gat(X, A, W, a_src, a_dst):
 
 SCORES = {
     "ps03_relevance.softmax": lambda x, axis=-1: _rows(x, axis),
-    "ps03_relevance.attention_weights": lambda Q, K: Q @ K.T / np.sqrt(Q.shape[-1]),
+    "ps03_relevance.masked_weights": lambda scores, length, causal: np.where(_masks(len(scores), length, causal),
+                                                                            scores, np.nan),
     "ps04_step_by_step.normalise": lambda alpha: _rows(alpha),
     "ps04_step_by_step.output_for_query": lambda a, i, W_q, W_k, W_v: _rows((W_k @ a).T @ (W_q @ a[:, i])),
     "ps05_matrix_form.attention_matrix": lambda Q, K: (K.T @ Q).T / np.sqrt(K.shape[0]),  # a row per query
-    "ps05_matrix_form.self_attention_columns":
-        lambda I, W_q, W_k, W_v: ((W_k @ I).T @ (W_q @ I)).T / np.sqrt(W_q.shape[0]),
     "ps05_matrix_form.self_attention_rows":
         lambda X, W_q, W_k, W_v: _rows((X @ W_q.T) @ np.swapaxes(X @ W_k.T, -1, -2) / np.sqrt(W_q.shape[0])),
     "ps06_multi_head.multi_head_attention": lambda X, W_q, W_k, W_v, W_o, h: _rows(

@@ -1,9 +1,10 @@
 """Catalogue of ps01_vector_sets: words, audio and graphs as sets of vectors.
 
-Practises the chapter "Vector sets as input" (序列与模型): one-hot vectors (独热编码), the cosine
+Practises the chapter "Vector sets as input" (序列与模型): one-hot vectors (独热), the cosine
 similarity of every pair of vectors, audio cut into overlapping frames, a graph's adjacency matrix.
 References: :func:`attn_ref.embedding.one_hot`, :func:`attn_ref.embedding.cosine_similarity_matrix`,
-:func:`attn_ref.speech.frame_signal`, :func:`attn_ref.graph.adjacency_from_edges`.
+:func:`attn_ref.speech.frame_signal`, :func:`attn_ref.graph.adjacency_from_edges`; the nearest other vector by cosine,
+where one-hot vectors give none (task 5).
 """
 
 from __future__ import annotations
@@ -93,6 +94,13 @@ COSINE_MISTAKES = (
             '''def cosine_similarity_matrix(X):
     return (X @ X.T) / np.linalg.norm(X, axis=1)
 '''),
+    Mistake("norms_divided_twice", "xᵢ · xⱼ was divided twice by the 1-D array of lengths (S / n / n), which "
+            "broadcasts over the columns: every entry is divided by |xⱼ|² instead of |xᵢ| |xⱼ|; divide by "
+            "n[:, None] * n[None, :]",
+            '''def cosine_similarity_matrix(X):
+    n = np.linalg.norm(X, axis=1)
+    return X @ X.T / n / n
+'''),
     Mistake("squared_lengths", "xᵢ · xⱼ was divided by |xᵢ|² |xⱼ|² (squared lengths) instead of |xᵢ| |xⱼ|",
             '''def cosine_similarity_matrix(X):
     sq = np.sum(X ** 2, axis=1)
@@ -125,21 +133,21 @@ FRAMES_MISTAKES = (
     n = 1 + (len(x) - hop) // frame_len
     return np.stack([x[i * frame_len:i * frame_len + hop] for i in range(n)])
 '''),
-    Mistake("last_frame_dropped", "one complete frame too few: the count is 1 + (L - frame_len) // hop "
+    Mistake("last_frame_dropped", "one complete frame too few: the count is 1 + (n - frame_len) // hop (n samples) "
             "(the first frame starts at 0)",
             '''def frame_signal(x, frame_len, hop):
     n = (len(x) - frame_len) // hop
     return np.array([x[i * hop:i * hop + frame_len] for i in range(n)]).reshape(n, frame_len)
 '''),
     Mistake("partial_frame_padded", "an incomplete last frame was zero-padded and kept; only complete frames "
-            "count: 1 + (L - frame_len) // hop",
+            "count: 1 + (n - frame_len) // hop (n samples)",
             '''def frame_signal(x, frame_len, hop):
     n = 1 + int(np.ceil((len(x) - frame_len) / hop))
     padded = np.concatenate([x, np.zeros((n - 1) * hop + frame_len - len(x))])
     return np.stack([padded[i * hop:i * hop + frame_len] for i in range(n)])
 '''),
     Mistake("frames_per_hop", "len(x) // hop frames were made (one per hop, zero-padded at the end); frames "
-            "must lie inside the signal: 1 + (L - frame_len) // hop of them",
+            "must lie inside the signal: 1 + (n - frame_len) // hop (n samples) of them",
             '''def frame_signal(x, frame_len, hop):
     n = len(x) // hop
     padded = np.concatenate([x, np.zeros(n * hop + frame_len)])
@@ -206,10 +214,57 @@ ADJACENCY_MISTAKES = (
 )
 
 
+
+# --- task 5: the nearest other vector (one-hot against an embedding) ----------------------------
+
+def _ref_nearest(X):
+    S = _cosine(np.asarray(X, dtype=float))
+    np.fill_diagonal(S, -np.inf)
+    best = S.max(axis=1, keepdims=True)
+    ties = np.sum(S >= best - 1e-6, axis=1) > 1
+    return np.where(ties, -1, S.argmax(axis=1))
+
+
+def _cases_nearest(rng):
+    cases = [(_one_hot(rng.permutation(6), 6),),  # one-hot vectors: every other word ties at 0
+             (_one_hot(np.arange(3), 5) * rng.uniform(0.5, 3.0, size=(3, 1)),)]  # scaled one-hot: still ties
+    for n, d in [(5, 3), (2, 4), (7, 2)]:
+        cases.append((rng.standard_normal((n, d)) * rng.uniform(0.2, 5.0, size=(n, 1)),))  # lengths differ
+    X = rng.standard_normal((5, 3))
+    X[3] = 2.0 * X[1]  # rows 1 and 3 point the same way: 0's nearest may tie between them
+    X[4] = -X[0]
+    cases.append((X,))
+    return cases
+
+
+#: The right answer, self-contained; each mistake below edits it.
+_NEAREST = '''def nearest_other(X):
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    S = U @ U.T
+    np.fill_diagonal(S, -np.inf)
+    best = S.max(axis=1, keepdims=True)
+    ties = np.sum(S >= best - 1e-6, axis=1) > 1
+    return np.where(ties, -1, S.argmax(axis=1))
+'''
+
+NEAREST_MISTAKES = (
+    Mistake("self_included", "the vector itself was not left out: its cosine with itself is 1, the largest, so "
+            "every vector was its own nearest; leave out j = i (set the diagonal to −∞ first)",
+            edited(_NEAREST, ("    np.fill_diagonal(S, -np.inf)\n", ""))),
+    Mistake("ties_not_detected", "a tie was not reported: argmax returns the first of several equal values (with "
+            "one-hot vectors, every other word ties at 0), which names a neighbour the vectors do not give; "
+            "return −1 when the largest value is shared",
+            edited(_NEAREST, ("return np.where(ties, -1, S.argmax(axis=1))", "return S.argmax(axis=1)"))),
+    Mistake("dot_not_cosine", "the dot product xᵢ · xⱼ was compared instead of the cosine: a longer vector then "
+            "looks more similar to everything; divide by the lengths (task 2)",
+            edited(_NEAREST, ("U = X / np.linalg.norm(X, axis=1, keepdims=True)", "U = X"))),
+)
+
 TASKS = [
     Task(ASSIGNMENT, "one_hot", _ref_one_hot, _cases_one_hot, ONE_HOT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "cosine_similarity_matrix", _ref_cosine, _cases_cosine, COSINE_MISTAKES, setup=SETUP,
          rtol=1e-6, atol=1e-9),
     Task(ASSIGNMENT, "frame_signal", _ref_frames, _cases_frames, FRAMES_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "adjacency_from_edges", _ref_adjacency, _cases_adjacency, ADJACENCY_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "nearest_other", _ref_nearest, _cases_nearest, NEAREST_MISTAKES, setup=SETUP),
 ]

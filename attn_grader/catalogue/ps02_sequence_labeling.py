@@ -1,8 +1,9 @@
 """Catalogue of ps02_sequence_labeling: a fully connected network per token, then per window.
 
 Practises the chapter "Sequence labeling without attention" (Sequence Labeling): the window
-features [x_{t-w}; ...; x_t; ...; x_{t+w}] with zero padding, the same two-layer FCN on every
-vector, and the two combined.  Weights have nn.Linear's shape (d_out, d_in).
+features [a^(t-r); ...; a^t; ...; a^(t+r)] with zero padding, the same two-layer FCN on every
+vector, the two combined, and how far L stacked windowed layers see (|t - s| <= L r).  Weights have
+nn.Linear's shape (d_out, d_in).
 References: :func:`attn_ref.seqlabel.window_features`, :func:`attn_ref.seqlabel.fcn_tag_logits`,
 :func:`attn_ref.seqlabel.windowed_logits`.
 """
@@ -16,6 +17,7 @@ from attn_ref.seqlabel import window_features as _window
 from attn_ref.seqlabel import windowed_logits as _windowed
 
 from ..checking.core import Mistake, Task
+from ._shared import edited
 
 ASSIGNMENT = "ps02_sequence_labeling"
 SETUP = "import numpy as np"
@@ -27,87 +29,102 @@ def _fcn_weights(rng, d, h, k):
 
 # --- task 1: window features --------------------------------------------------------------------
 
-def _ref_window(X, w):
-    return _window(np.asarray(X, dtype=float), w)
+def _ref_window(X, r):
+    return _window(np.asarray(X, dtype=float), r)
 
 
 def _cases_window(rng):
     cases = []
-    for n, d, w in [(6, 3, 1), (5, 2, 2), (7, 1, 3), (4, 4, 0), (1, 3, 2), (3, 2, 4)]:  # w = 0; w >= n
-        cases.append((rng.standard_normal((n, d)) + 1.0, w))  # shifted: padding with 0 differs from edge copies
+    for n, d, r in [(6, 3, 1), (5, 2, 2), (7, 1, 3), (4, 4, 0), (1, 3, 2), (3, 2, 4)]:  # r = 0; r >= n
+        cases.append((rng.standard_normal((n, d)) + 1.0, r))  # shifted: padding with 0 differs from edge copies
     return cases
 
 
 WINDOW_MISTAKES = (
     Mistake("wrap_around", "the window wrapped around the sequence (the first word saw the last one as its "
             "left neighbour); positions beyond the ends must be zero vectors",
-            '''def window_features(X, w):
-    return np.concatenate([np.roll(X, w - k, axis=0) for k in range(2 * w + 1)], axis=1)
+            '''def window_features(X, r):
+    return np.concatenate([np.roll(X, r - k, axis=0) for k in range(2 * r + 1)], axis=1)
 '''),
     Mistake("edge_padding", "the ends were padded with copies of the first and last vectors; the padding must "
             "be zero vectors",
-            '''def window_features(X, w):
+            '''def window_features(X, r):
     n = X.shape[0]
-    P = np.pad(X, ((w, w), (0, 0)), mode="edge")
-    return np.concatenate([P[k:k + n] for k in range(2 * w + 1)], axis=1)
+    P = np.pad(X, ((r, r), (0, 0)), mode="edge")
+    return np.concatenate([P[k:k + n] for k in range(2 * r + 1)], axis=1)
 '''),
     Mistake("no_padding", "no padding: only the n - 2w positions with a full window were returned; every one "
             "of the n vectors gets a row, with zero vectors beyond the ends",
-            '''def window_features(X, w):
+            '''def window_features(X, r):
     n = X.shape[0]
-    return np.concatenate([X[k:n - 2 * w + k] for k in range(2 * w + 1)], axis=1)
+    return np.concatenate([X[k:n - 2 * r + k] for k in range(2 * r + 1)], axis=1)
 '''),
-    Mistake("reversed_order", "the window was concatenated right to left; the order is x(t−w), …, x(t), …, "
-            "x(t+w)",
-            '''def window_features(X, w):
+    Mistake("reversed_order", "the window was concatenated right to left; the order is a(t−r), …, a(t), …, "
+            "a(t+r)",
+            '''def window_features(X, r):
     n, d = X.shape
-    P = np.concatenate([np.zeros((w, d)), X, np.zeros((w, d))])
-    return np.concatenate([P[k:k + n] for k in reversed(range(2 * w + 1))], axis=1)
+    P = np.concatenate([np.zeros((r, d)), X, np.zeros((r, d))])
+    return np.concatenate([P[k:k + n] for k in reversed(range(2 * r + 1))], axis=1)
 '''),
-    Mistake("window_off_by_one", "the window has 2w + 3 positions (w + 1 on each side); it has 2w + 1: "
-            "w on each side plus the vector itself",
-            '''def window_features(X, w):
+    Mistake("interleaved_per_dimension", "the window's vectors were stacked on a new last axis and reshaped "
+            "(np.stack(..., axis=2).reshape), which interleaves them component by component; the row is the "
+            "2r + 1 whole vectors one after the other: a(t−r), …, a(t), …, a(t+r)",
+            '''def window_features(X, r):
     n, d = X.shape
-    w = w + 1
-    P = np.concatenate([np.zeros((w, d)), X, np.zeros((w, d))])
-    return np.concatenate([P[k:k + n] for k in range(2 * w + 1)], axis=1)
+    P = np.concatenate([np.zeros((r, d)), X, np.zeros((r, d))])
+    return np.stack([P[k:k + n] for k in range(2 * r + 1)], axis=2).reshape(n, -1)
+'''),
+    Mistake("window_off_by_one", "the window has 2r + 3 positions (r + 1 on each side); it has 2r + 1: "
+            "r on each side plus the vector itself",
+            '''def window_features(X, r):
+    n, d = X.shape
+    r = r + 1
+    P = np.concatenate([np.zeros((r, d)), X, np.zeros((r, d))])
+    return np.concatenate([P[k:k + n] for k in range(2 * r + 1)], axis=1)
 '''),
 )
 
 
 # --- task 2: the same FCN on every vector -------------------------------------------------------
 
-def _ref_fcn(X, W1, b1, W2, b2):
-    return _fcn(np.asarray(X, dtype=float), W1, b1, W2, b2)
+def _ref_fcn(X, W1, beta1, W2, beta2):
+    return _fcn(np.asarray(X, dtype=float), W1, beta1, W2, beta2)
 
 
 def _cases_fcn(rng):
     cases = []
-    for n, d, h, k in [(4, 5, 6, 3), (1, 3, 4, 2), (7, 2, 8, 5), (3, 6, 3, 1)]:
+    for n, d, h, k in [(4, 5, 6, 3), (1, 3, 4, 2), (7, 2, 8, 5), (3, 6, 3, 1), (5, 4, 4, 3)]:  # d = d_hid: W1 square
         cases.append((rng.standard_normal((n, d)), *_fcn_weights(rng, d, h, k)))
     return cases
 
 
 FCN_MISTAKES = (
-    Mistake("no_relu", "the ReLU between the two layers is missing: hₜ = max(0, W1 xₜ + b1)",
-            '''def fcn_tag_logits(X, W1, b1, W2, b2):
-    return (X @ W1.T + b1) @ W2.T + b2
+    Mistake("no_relu", "the ReLU between the two layers is missing: zᵗ = W2 max(0, W1 aᵗ + β₁) + β₂",
+            '''def fcn_tag_logits(X, W1, beta1, W2, beta2):
+    return (X @ W1.T + beta1) @ W2.T + beta2
 '''),
-    Mistake("relu_on_output", "a ReLU was also applied to the output scores; the tag scores yₜ = W2 hₜ + b2 "
-            "are not clipped (they may be negative)",
-            '''def fcn_tag_logits(X, W1, b1, W2, b2):
-    H = np.maximum(X @ W1.T + b1, 0.0)
-    return np.maximum(H @ W2.T + b2, 0.0)
+    Mistake("relu_on_output", "a ReLU was also applied to the output scores; the tag scores "
+            "zᵗ = W2 max(0, W1 aᵗ + β₁) + β₂ are not clipped (they may be negative)",
+            '''def fcn_tag_logits(X, W1, beta1, W2, beta2):
+    H = np.maximum(X @ W1.T + beta1, 0.0)
+    return np.maximum(H @ W2.T + beta2, 0.0)
 '''),
-    Mistake("bias_after_relu", "b1 was added after the ReLU; it belongs inside: max(0, W1 xₜ + b1)",
-            '''def fcn_tag_logits(X, W1, b1, W2, b2):
-    H = np.maximum(X @ W1.T, 0.0) + b1
-    return H @ W2.T + b2
+    Mistake("w1_not_transposed", "X @ W1 was computed without transposing W1; W1 has nn.Linear's shape "
+            "(d_hid, d_in), so the rows aᵗ of X are mapped by X @ W1.T (with a square W1 the untransposed product "
+            "runs and is wrong)",
+            '''def fcn_tag_logits(X, W1, beta1, W2, beta2):
+    H = np.maximum(X @ W1 + beta1, 0.0)
+    return H @ W2.T + beta2
+'''),
+    Mistake("bias_after_relu", "β₁ was added after the ReLU; it belongs inside: max(0, W1 aᵗ + β₁)",
+            '''def fcn_tag_logits(X, W1, beta1, W2, beta2):
+    H = np.maximum(X @ W1.T, 0.0) + beta1
+    return H @ W2.T + beta2
 '''),
     Mistake("softmax_applied", "a softmax was applied to the scores; the task asks for the raw scores "
-            "(logits) yₜ = W2 hₜ + b2",
-            '''def fcn_tag_logits(X, W1, b1, W2, b2):
-    Y = np.maximum(X @ W1.T + b1, 0.0) @ W2.T + b2
+            "(logits) zᵗ = W2 max(0, W1 aᵗ + β₁) + β₂",
+            '''def fcn_tag_logits(X, W1, beta1, W2, beta2):
+    Y = np.maximum(X @ W1.T + beta1, 0.0) @ W2.T + beta2
     E = np.exp(Y - Y.max(axis=1, keepdims=True))
     return E / E.sum(axis=1, keepdims=True)
 '''),
@@ -116,62 +133,96 @@ FCN_MISTAKES = (
 
 # --- task 3: the windowed tagger ----------------------------------------------------------------
 
-def _ref_windowed(X, w, W1, b1, W2, b2):
-    return _windowed(np.asarray(X, dtype=float), w, W1, b1, W2, b2)
+def _ref_windowed(X, r, W1, beta1, W2, beta2):
+    return _windowed(np.asarray(X, dtype=float), r, W1, beta1, W2, beta2)
 
 
 def _cases_windowed(rng):
     cases = []
-    for n, d, w, h, k in [(5, 3, 1, 4, 3), (6, 2, 2, 5, 4), (1, 2, 1, 3, 2), (4, 3, 0, 2, 3), (3, 1, 3, 6, 2)]:
-        cases.append((rng.standard_normal((n, d)) + 1.0, w, *_fcn_weights(rng, (2 * w + 1) * d, h, k)))
+    for n, d, r, h, k in [(5, 3, 1, 4, 3), (6, 2, 2, 5, 4), (1, 2, 1, 3, 2), (4, 3, 0, 2, 3), (3, 1, 3, 6, 2)]:
+        cases.append((rng.standard_normal((n, d)) + 1.0, r, *_fcn_weights(rng, (2 * r + 1) * d, h, k)))
     return cases
 
 
 _FCN = '''
-def _fcn(F, W1, b1, W2, b2):
-    return np.maximum(F @ W1.T + b1, 0.0) @ W2.T + b2
+def _fcn(F, W1, beta1, W2, beta2):
+    return np.maximum(F @ W1.T + beta1, 0.0) @ W2.T + beta2
 '''
 
 WINDOWED_MISTAKES = (
     Mistake("window_wraps_around", "the window wrapped around the sequence; positions beyond the ends must be "
             "zero vectors",
             _FCN + '''
-def windowed_logits(X, w, W1, b1, W2, b2):
-    F = np.concatenate([np.roll(X, w - k, axis=0) for k in range(2 * w + 1)], axis=1)
-    return _fcn(F, W1, b1, W2, b2)
+def windowed_logits(X, r, W1, beta1, W2, beta2):
+    F = np.concatenate([np.roll(X, r - k, axis=0) for k in range(2 * r + 1)], axis=1)
+    return _fcn(F, W1, beta1, W2, beta2)
 '''),
-    Mistake("window_reversed", "the window was concatenated right to left; W1's columns expect x(t−w) first "
-            "and x(t+w) last",
+    Mistake("window_reversed", "the window was concatenated right to left; W1's columns expect a(t−r) first "
+            "and a(t+r) last",
             _FCN + '''
-def windowed_logits(X, w, W1, b1, W2, b2):
+def windowed_logits(X, r, W1, beta1, W2, beta2):
     n, d = X.shape
-    P = np.concatenate([np.zeros((w, d)), X, np.zeros((w, d))])
-    F = np.concatenate([P[k:k + n] for k in reversed(range(2 * w + 1))], axis=1)
-    return _fcn(F, W1, b1, W2, b2)
+    P = np.concatenate([np.zeros((r, d)), X, np.zeros((r, d))])
+    F = np.concatenate([P[k:k + n] for k in reversed(range(2 * r + 1))], axis=1)
+    return _fcn(F, W1, beta1, W2, beta2)
 '''),
     Mistake("edge_padding", "the ends were padded with copies of the first and last vectors instead of zeros",
             _FCN + '''
-def windowed_logits(X, w, W1, b1, W2, b2):
+def windowed_logits(X, r, W1, beta1, W2, beta2):
     n = X.shape[0]
-    P = np.pad(X, ((w, w), (0, 0)), mode="edge")
-    F = np.concatenate([P[k:k + n] for k in range(2 * w + 1)], axis=1)
-    return _fcn(F, W1, b1, W2, b2)
+    P = np.pad(X, ((r, r), (0, 0)), mode="edge")
+    F = np.concatenate([P[k:k + n] for k in range(2 * r + 1)], axis=1)
+    return _fcn(F, W1, beta1, W2, beta2)
 '''),
-    Mistake("window_summed", "the 2w + 1 vectors of the window were added up instead of concatenated "
-            "(then repeated to fit W1); the FCN reads [x(t−w); …; x(t+w)], one block of W1's columns "
+    Mistake("window_summed", "the 2r + 1 vectors of the window were added up instead of concatenated "
+            "(then repeated to fit W1); the FCN reads [a(t−r); …; a(t+r)], one block of W1's columns "
             "per position",
             _FCN + '''
-def windowed_logits(X, w, W1, b1, W2, b2):
+def windowed_logits(X, r, W1, beta1, W2, beta2):
     n, d = X.shape
-    P = np.concatenate([np.zeros((w, d)), X, np.zeros((w, d))])
-    S = sum(P[k:k + n] for k in range(2 * w + 1))
-    return _fcn(np.tile(S, 2 * w + 1), W1, b1, W2, b2)
+    P = np.concatenate([np.zeros((r, d)), X, np.zeros((r, d))])
+    S = sum(P[k:k + n] for k in range(2 * r + 1))
+    return _fcn(np.tile(S, 2 * r + 1), W1, beta1, W2, beta2)
 '''),
 )
 
+
+
+# --- task 4: how far a stack of windowed layers sees --------------------------------------------
+
+def _ref_reach(n, r, L):
+    t = np.arange(n)
+    return np.abs(t[:, None] - t[None, :]) <= L * r
+
+
+def _cases_reach(rng):
+    return [(9, 1, 3), (12, 2, 2), (6, 3, 1), (5, 0, 4), (7, 2, 0), (1, 2, 3), (20, 1, 5), (8, 4, 3)]
+
+
+#: The right answer; each mistake below edits it.
+_REACH = '''def stacked_reach(n, r, L):
+    t = np.arange(n)
+    return np.abs(t[:, None] - t[None, :]) <= L * r
+'''
+
+REACH_MISTAKES = (
+    Mistake("one_layer_only", "the reach of one layer (|t − s| ≤ r) was returned whatever L; each stacked layer "
+            "reads r more positions on each side of what the layer below read: |t − s| ≤ L r",
+            edited(_REACH, ("<= L * r", "<= r"))),
+    Mistake("window_width_times_layers", "the reach was taken as the window's width times L (|t − s| ≤ (2r + 1) L); "
+            "a window of radius r reaches r positions to each side, and L layers L r",
+            edited(_REACH, ("<= L * r", "<= (2 * r + 1) * L"))),
+    Mistake("radius_plus_layers", "the layers were added to the radius (|t − s| ≤ r + L − 1); the reaches "
+            "add up layer by layer: L layers of radius r reach L r",
+            edited(_REACH, ("<= L * r", "<= r + L - 1"))),
+    Mistake("reach_doubled", "the reach was counted on both sides twice (|t − s| ≤ 2 L r); L layers of radius "
+            "r reach L r positions to the left and L r to the right",
+            edited(_REACH, ("<= L * r", "<= 2 * L * r"))),
+)
 
 TASKS = [
     Task(ASSIGNMENT, "window_features", _ref_window, _cases_window, WINDOW_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "fcn_tag_logits", _ref_fcn, _cases_fcn, FCN_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "windowed_logits", _ref_windowed, _cases_windowed, WINDOWED_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "stacked_reach", _ref_reach, _cases_reach, REACH_MISTAKES, setup=SETUP),
 ]

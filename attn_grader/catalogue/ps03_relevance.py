@@ -2,26 +2,26 @@
 
 Practises the chapter "Relevance: dot-product and additive" (Dot-product, Additive): the dot-product
 score q . k for every query-key pair, the additive score w^T tanh(W_q q + W_k k) of Bahdanau et al.
-(2015), a numerically stable softmax, and the Transformer's weights softmax(Q K^T / sqrt(d)).
+(2015), a numerically stable softmax, and the weights under a causal and a padding mask.
 Row layout: queries and keys are the rows of Q (n_q, d) and K (n_k, d).
 References: :func:`attn_ref.scores.dot_product_score`, :func:`attn_ref.scores.additive_score`,
-:func:`attn_ref.softmax.softmax`, :func:`attn_ref.attention.scaled_dot_product_attention`.
+:func:`attn_ref.softmax.softmax` (also under the masks of task 4).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from attn_ref.attention import scaled_dot_product_attention
 from attn_ref.scores import additive_score, dot_product_score
 from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
 from . import _stability
+from ._shared import edited
 
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
 #: ``shifted_by_min`` (tests/test_stability_cases.py).
-NORMALISING = ("softmax", "attention_weights")
+NORMALISING = ("softmax", "masked_weights")
 
 ASSIGNMENT = "ps03_relevance"
 #: The notebook's setup cell.
@@ -48,13 +48,13 @@ DOT_MISTAKES = (
             '''def dot_product_scores(Q, K):
     return K @ Q.T
 '''),
-    Mistake("diagonal_only", "only q_i . k_i (each query with the key of the same index) was computed; "
+    Mistake("diagonal_only", "only qⁱ · kⁱ (each query with the key of the same index) was computed; "
             "every query is compared with every key",
             '''def dot_product_scores(Q, K):
     return np.sum(Q * K, axis=1)
 '''),
     Mistake("scaled_by_sqrt_d", "the scores were divided by sqrt(d); this task asks for the plain dot "
-            "product q_i . k_j (the scaling is task 4)",
+            "product qⁱ · kʲ (the Transformer's scaling comes with the matrix form, problem set 5)",
             '''def dot_product_scores(Q, K):
     return Q @ K.T / np.sqrt(Q.shape[1])
 '''),
@@ -84,13 +84,13 @@ def _cases_additive(rng):
 
 
 ADDITIVE_MISTAKES = (
-    Mistake("tanh_forgotten", "tanh was left out: the score is w . tanh(W_q q_i + W_k k_j), and without the "
+    Mistake("tanh_forgotten", "tanh was left out: the score is wᵀ tanh(W_q qⁱ + W_k kʲ), and without the "
             "activation it is just a sum of a query term and a key term",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = (Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :]
     return h @ w
 '''),
-    Mistake("tanh_after_w", "tanh was applied after the last weights w; it acts on W_q q_i + W_k k_j, "
+    Mistake("tanh_after_w", "tanh was applied after the last weights w; it acts on W_q qⁱ + W_k kʲ, "
             "before w: w . tanh(...)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = (Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :]
@@ -101,8 +101,20 @@ ADDITIVE_MISTAKES = (
     h = np.tanh((Q @ W_k.T)[:, None, :] + (K @ W_q.T)[None, :, :])
     return h @ w
 '''),
+    Mistake("w_ignored", "the last weights w were left out: tanh(W_q qⁱ + W_k kʲ) was summed over its "
+            "components (as if w were all ones); the score is wᵀ tanh(W_q qⁱ + W_k kʲ)",
+            '''def additive_scores(Q, K, W_q, W_k, w):
+    h = np.tanh((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :])
+    return h.sum(-1)
+'''),
+    Mistake("diagonal_pairs_only", "only the pairs (qⁱ, kⁱ) of the same index were scored (the projections "
+            "added row by row, without broadcasting); every query is scored against every key: "
+            "W_q qⁱ + W_k kʲ for all i and j, shape (n_q, n_k)",
+            '''def additive_scores(Q, K, W_q, W_k, w):
+    return np.tanh(Q @ W_q.T + K @ W_k.T) @ w
+'''),
     Mistake("multiplied_not_added", "the two projections were multiplied; the additive score adds them: "
-            "tanh(W_q q_i + W_k k_j)",
+            "tanh(W_q qⁱ + W_k kʲ)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = np.tanh((Q @ W_q.T)[:, None, :] * (K @ W_k.T)[None, :, :])
     return h @ w
@@ -147,7 +159,8 @@ SOFTMAX_MISTAKES = (
     return e / np.sum(e, axis=-1, keepdims=True)
 '''),
     Mistake("not_stabilised", "the maximum was not subtracted before exp, so exp overflows for large scores "
-            "(exp(709) + exp(709) is already inf); subtracting the max changes nothing mathematically",
+            "(exp(710) is already inf, and exp(709) + exp(709) + exp(708) overflows too); subtracting the max "
+            "changes nothing mathematically",
             '''def softmax(x, axis=-1):
     e = np.exp(x)
     return e / np.sum(e, axis=axis, keepdims=True)
@@ -164,6 +177,20 @@ SOFTMAX_MISTAKES = (
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.max(e, axis=axis, keepdims=True)
 '''),
+    Mistake("shifted_by_global_max", "the maximum of the whole array was subtracted instead of each slice's: a "
+            "slice whose scores all lie far below the global maximum (near -1000 while another is near +1000) "
+            "underflows to 0 / 0 = NaN; subtract each slice's own maximum (axis and keepdims in the max)",
+            '''def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e, axis=axis, keepdims=True)
+'''),
+    Mistake("keepdims_forgotten", "the maximum and the sum were taken without keepdims=True: the reduced "
+            "array then lines up with the wrong axis (or does not broadcast); keep the reduced axis, "
+            "np.max(x, axis=axis, keepdims=True)",
+            '''def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis))
+    return e / np.sum(e, axis=axis)
+'''),
     Mistake("shifted_by_min", _stability.shifted_by_min("each slice's"),
             '''def softmax(x, axis=-1):
     e = np.exp(x - np.min(x, axis=axis, keepdims=True))
@@ -178,62 +205,95 @@ SOFTMAX_MISTAKES = (
 )
 
 
-# --- task 4: the Transformer's weights ----------------------------------------------------------
+# --- task 4: causal and padding masks -----------------------------------------------------------
 
-def _ref_weights(Q, K):
-    Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)
-    return scaled_dot_product_attention(Q, K, np.zeros((K.shape[0], 1)))[1]
-
-
-def _cases_weights(rng):
-    cases = [(rng.standard_normal((4, 4)), rng.standard_normal((4, 4)))]  # square, d = 4: every mistake runs
-    for n_q, n_k, d in [(2, 5, 9), (3, 3, 16), (1, 4, 2), (5, 2, 3)]:
-        cases.append((rng.standard_normal((n_q, d)), rng.standard_normal((n_k, d))))
-    cases.append((100.0 * rng.standard_normal((3, 4)), 100.0 * rng.standard_normal((4, 4))))  # scores ~ 1e4
-    cases.append(_stability.query_keys(rng, 3, 5, 4, wide=False))  # scores near +1000, a few units apart
-    cases.append(_stability.query_keys(rng, 4, 3, 4, wide=True))  # scores near +1000 and -1000 in each row
-    cases.append(_stability.query_keys(rng, 4, 5, 4, wide=False, rows_signed=True))  # rows all near -1000 or +1000
-    return cases
+def _allowed(n, length, causal):
+    """What masked_weights allows, in code's layout (row = query i, column = key j), 0-based."""
+    i = np.arange(n)
+    allowed = (i[None, :] < length) & (i[:, None] < length)  # keys and queries inside the text
+    if causal:
+        allowed &= i[None, :] <= i[:, None]  # key j at or before query i
+    return allowed
 
 
-WEIGHTS_MISTAKES = (
-    Mistake("missing_scale", "the scores were not divided by sqrt(d): weights = softmax(Q Kᵀ / sqrt(d))",
-            '''def attention_weights(Q, K):
-    s = Q @ K.T
+def _ref_masked(scores, length, causal):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(np.where(_allowed(scores.shape[-1], length, causal), scores, -np.inf), axis=-1)
+
+
+def _cases_masked(rng):
+    return [
+        (rng.standard_normal((5, 5)), 3, True),  # padding and causal: the last two rows attend to nothing
+        (rng.standard_normal((4, 4)), 4, False),  # no padding, no mask: the plain softmax of each row
+        (rng.standard_normal((6, 6)), 6, True),  # causal only
+        (rng.standard_normal((5, 5)), 2, False),  # padding only
+        (rng.standard_normal((1, 1)), 1, True),
+        (_stability.scores(rng, (5, 5), wide=False), 4, True),  # near +1000: exp overflows, a min-shift does not
+        (_stability.scores(rng, (4, 4), wide=True), 4, False),  # +-1000 in each row: a min-shift overflows
+        (_stability.signed_rows(rng, (6, 6)), 5, True),  # rows all near -1000 or +1000, masked entries beside
+        (_stability.signed_rows(rng, (5, 5)), 3, False),
+    ]
+
+
+#: The right answer with its own stable softmax; each mistake below edits it.
+_MASKED = '''def masked_weights(scores, length, causal):
+    n = scores.shape[-1]
+    i = np.arange(n)
+    allowed = (i[None, :] < length) & (i[:, None] < length)
+    if causal:
+        allowed &= i[None, :] <= i[:, None]
+    s = np.where(allowed, scores, -np.inf)
+    m = np.max(s, axis=-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)
+    e = np.exp(s - m)
+    total = np.sum(e, axis=-1, keepdims=True)
+    return e / np.where(total == 0, 1.0, total)
+'''
+
+MASKED_MISTAKES = (
+    Mistake("causal_mask_transposed", "the causal mask was transposed: query i attended to the keys j >= i (the "
+            "future); a causal query sees only the keys j <= i, the lower triangle of scores[i, j]",
+            edited(_MASKED, ("i[None, :] <= i[:, None]", "i[None, :] >= i[:, None]"))),
+    Mistake("self_excluded", "the causal mask also blocked the query's own key (j < i); a position may attend "
+            "to itself: j <= i",
+            edited(_MASKED, ("i[None, :] <= i[:, None]", "i[None, :] < i[:, None]"))),
+    Mistake("padded_queries_kept", "only the padded keys were masked; a padded query (a row i >= length) still "
+            "got weights, but it attends to nothing: its row is all zeros",
+            edited(_MASKED, ("(i[None, :] < length) & (i[:, None] < length)",
+                             "(i[None, :] < length) & (i[:, None] >= 0)"))),
+    Mistake("padded_keys_kept", "only the padded queries were blocked; the padded keys (columns j >= length) "
+            "still got weight from the real queries: mask them too",
+            edited(_MASKED, ("(i[None, :] < length) & (i[:, None] < length)",
+                             "(i[:, None] < length) & (i[None, :] >= 0)"))),
+    Mistake("masked_with_zero", "the masked scores were set to 0 instead of -inf: a score of 0 still gets "
+            "weight exp(0) after the softmax; fill them with -inf so that they get weight 0",
+            edited(_MASKED, ("np.where(allowed, scores, -np.inf)", "np.where(allowed, scores, 0.0)"))),
+    Mistake("masked_by_multiplying", "the scores were masked by multiplying with the mask (softmax(scores · "
+            "mask) · mask, renormalised over the allowed entries with a small epsilon, as AllenNLP's "
+            "masked_softmax): a masked entry then counts as a score of 0, not −∞, so when a query's allowed "
+            "scores are all far below 0 the masked 0 takes nearly all the weight; fill the masked scores with "
+            "−∞ before the softmax",
+            '''def masked_weights(scores, length, causal):
+    n = scores.shape[-1]
+    i = np.arange(n)
+    allowed = (i[None, :] < length) & (i[:, None] < length)
+    if causal:
+        allowed &= i[None, :] <= i[:, None]
+    s = scores * allowed
     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    p = e / e.sum(axis=-1, keepdims=True) * allowed
+    return p / (p.sum(axis=-1, keepdims=True) + 1e-13)
 '''),
-    Mistake("scaled_by_d", "the scores were divided by d instead of sqrt(d) (or by sqrt(d) twice)",
-            '''def attention_weights(Q, K):
-    s = Q @ K.T / Q.shape[-1]
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-'''),
-    Mistake("softmax_wrong_axis", "the softmax ran down each column (over the queries); each query's row of "
-            "weights must sum to 1",
-            '''def attention_weights(Q, K):
-    s = Q @ K.T / np.sqrt(Q.shape[-1])
-    e = np.exp(s - s.max(axis=0, keepdims=True))
-    return e / e.sum(axis=0, keepdims=True)
-'''),
-    Mistake("transposed", "the weights are transposed (keys as rows); row i must hold query i's weights, "
-            "shape (n_q, n_k)",
-            '''def attention_weights(Q, K):
-    s = K @ Q.T / np.sqrt(Q.shape[-1])
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-'''),
+    Mistake("nan_on_masked_row", _stability.nan_on_masked_row(
+        "a padded query's row, whose scores are all masked (-inf),"),
+            edited(_MASKED, ("    m = np.where(np.isneginf(m), 0.0, m)\n", ""),
+                   ("np.where(total == 0, 1.0, total)", "total"))),
     Mistake("not_stabilised", _stability.not_stabilised(),
-            '''def attention_weights(Q, K):
-    e = np.exp(Q @ K.T / np.sqrt(Q.shape[-1]))
-    return e / e.sum(axis=-1, keepdims=True)
-'''),
-    Mistake("shifted_by_min", _stability.shifted_by_min(),
-            '''def attention_weights(Q, K):
-    s = Q @ K.T / np.sqrt(Q.shape[-1])
-    e = np.exp(s - s.min(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-'''),
+            edited(_MASKED, ("e = np.exp(s - m)", "e = np.exp(s)"))),
+    Mistake("shifted_by_min", _stability.shifted_by_min("each row's (allowed)"),
+            edited(_MASKED, ("m = np.max(s, axis=-1, keepdims=True)",
+                             "m = np.min(np.where(allowed, scores, np.inf), axis=-1, keepdims=True)"),
+                   ("np.isneginf(m)", "np.isposinf(m)"))),
 )
 
 
@@ -241,5 +301,5 @@ TASKS = [
     Task(ASSIGNMENT, "dot_product_scores", _ref_dot, _cases_dot, DOT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "additive_scores", _ref_additive, _cases_additive, ADDITIVE_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "softmax", _ref_softmax, _cases_softmax, SOFTMAX_MISTAKES, setup=SETUP),
-    Task(ASSIGNMENT, "attention_weights", _ref_weights, _cases_weights, WEIGHTS_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "masked_weights", _ref_masked, _cases_masked, MASKED_MISTAKES, setup=SETUP),
 ]

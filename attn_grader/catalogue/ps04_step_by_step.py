@@ -1,6 +1,6 @@
 """Catalogue of ps04_step_by_step: the lecture's self-attention for one query, one step at a time.
 
-Practises the chapter "Self-attention step by step" (计算原理): q^i = W^q a^i, k^j = W^k a^j,
+Practises the chapter "Self-attention step by step" (逐步计算自注意力): q^i = W^q a^i, k^j = W^k a^j,
 v^j = W^v a^j, alpha_{i,j} = q^i . k^j (the lecture's unscaled dot product), alpha'_{i,.} =
 softmax(alpha_{i,.}), b^i = sum_j alpha'_{i,j} v^j.  Inputs use the lecture's column layout:
 a (d_in, n) holds a^1..a^n as columns; weights have nn.Linear's shape (d_out, d_in).
@@ -19,13 +19,14 @@ from . import _stability
 from ._shared import qkv_weights
 
 ASSIGNMENT = "ps04_step_by_step"
-EXAMPLE = '''# The running example: four input vectors a^1..a^4 (the columns of a), d_in = 3, d_k = d_v = 2.
-a = np.array([[1.0, 0.0, 1.0, 0.0],
-              [1.0, 2.0, 1.0, 0.0],
-              [0.0, 0.0, 1.0, 1.0]])  # (d_in=3, n=4)
-W_q = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])  # (d_k=2, d_in=3)
-W_k = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 2.0]])  # (d_k=2, d_in=3)
-W_v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
+EXAMPLE = '''# The book's running example (chapters "Self-attention step by step" and "Matrix form"):
+# four input vectors a^1..a^4, the columns of a (a[:, 0] is a^1); d_in = 3, d_k = d_v = 2.
+a = np.array([[1.0, 2.0, 0.0, -1.0],
+              [-1.0, 1.0, -1.0, -1.0],
+              [0.0, 0.0, 2.0, 0.0]])  # (d_in=3, n=4)
+W_q = np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])  # (d_k=2, d_in=3)
+W_k = np.array([[-1.0, 1.0, -1.0], [1.0, 0.0, 0.0]])  # (d_k=2, d_in=3)
+W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
 '''
 #: The notebook's setup cell: the imports and the running example (a^1..a^4 and the weights).
 SETUP = "import numpy as np\n\n" + EXAMPLE
@@ -99,6 +100,12 @@ SCORES_MISTAKES = (
             '''def attention_scores_for_query(a, i, W_q, W_k):
     q_i = W_q @ a[:, i]
     return (W_k @ a).T @ q_i / np.sqrt(W_q.shape[0])
+'''),
+    Mistake("one_based_query", "the query index was read as counting from 1 (a[:, i - 1]); in code the "
+            "argument i is 0-based: a[:, i] is the query vector (i = 0 computes the scores of a¹)",
+            '''def attention_scores_for_query(a, i, W_q, W_k):
+    q_i = W_q @ a[:, i - 1]
+    return (W_k @ a).T @ q_i
 '''),
     Mistake("softmax_applied_early", "softmax was already applied; this task asks for the raw scores "
             "αᵢⱼ, normalising is the next task",
@@ -213,6 +220,13 @@ OUTPUT_MISTAKES = (
             '''def output_for_query(a, i, W_q, W_k, W_v):
     alpha = (W_k @ a).T @ (W_q @ a[:, i])
     e = np.exp(alpha - alpha.min())
+    return (W_v @ a) @ (e / e.sum())
+'''),
+    Mistake("one_based_query", "the query index was read as counting from 1 (a[:, i - 1]); in code the "
+            "argument i is 0-based: a[:, i] is the query vector (i = 0 computes b¹)",
+            '''def output_for_query(a, i, W_q, W_k, W_v):
+    alpha = (W_k @ a).T @ (W_q @ a[:, i - 1])
+    e = np.exp(alpha - alpha.max())
     return (W_v @ a) @ (e / e.sum())
 '''),
     Mistake("scaled_by_sqrt_dk", "the scores were divided by √d_k; this task uses the lecture's plain dot "

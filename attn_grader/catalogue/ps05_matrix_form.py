@@ -1,17 +1,18 @@
 """Catalogue of ps05_matrix_form: self-attention as matrix products, in both layouts.
 
-Practises the chapter "Matrix form" (并行化处理): in the lecture's column layout I (d_in, n) holds
+Practises the chapter "Matrix form" (矩阵形式): in the lecture's column layout I (d_in, n) holds
 a^1..a^n as columns, Q = W^q I, K = W^k I, V = W^v I, A = K^T Q (scaled by 1/sqrt(d_k)),
 A' = softmax of each column, O = V A'; in PyTorch's row layout X (..., n, d_in),
 softmax(Q K^T / sqrt(d_k)) V with Q = X W_q^T.  Weights have nn.Linear's shape (d_out, d_in).
-References: :func:`attn_ref.attention.self_attention_columns`, :func:`attn_ref.attention.self_attention`.
+References: :func:`attn_ref.softmax.softmax` (A'), :func:`attn_ref.attention.self_attention`; the
+variance of the scores q^i . k^i against d_k (task 4), measured on given samples.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from attn_ref.attention import self_attention, self_attention_columns
+from attn_ref.attention import self_attention
 from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
@@ -28,11 +29,19 @@ W_q = np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])  # (d_k=2, d_in=3)
 W_k = np.array([[-1.0, 1.0, -1.0], [1.0, 0.0, 0.0]])  # (d_k=2, d_in=3)
 W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
 '''
-#: The notebook's setup cell: the imports and the running example (same numbers as attn_ref.examples).
-SETUP = "import numpy as np\n\n" + EXAMPLE
+#: The softmax the setup cell gives (issue 29: problem set 3 had the student write it; here it is a tool).
+GIVEN_SOFTMAX = '''
+
+def softmax(x, axis=-1):
+    """The stable softmax of problem set 3, given: exp(x - max) / sum along axis (each slice sums to 1)."""
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+'''
+#: The notebook's setup cell: the imports, the running example (same numbers as attn_ref.examples), a softmax.
+SETUP = "import numpy as np\n\n" + EXAMPLE + GIVEN_SOFTMAX
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
 #: ``shifted_by_min`` (tests/test_stability_cases.py).
-NORMALISING = ("attention_matrix", "self_attention_columns", "self_attention_rows")
+NORMALISING = ("attention_matrix", "self_attention_rows")
 
 
 # --- task 1: Q, K, V ----------------------------------------------------------------------------
@@ -128,54 +137,7 @@ ATTENTION_MATRIX_MISTAKES = (
 )
 
 
-# --- task 3: the whole layer, columns -----------------------------------------------------------
-
-def _ref_columns(I, W_q, W_k, W_v):
-    return self_attention_columns(np.asarray(I, dtype=float), W_q, W_k, W_v)
-
-
-def _cases_columns(rng):
-    cases = []
-    for d_in, d_k, d_v, n in [(3, 3, 3, 4), (4, 2, 5, 6), (2, 3, 2, 1), (5, 8, 3, 7)]:
-        cases.append((rng.standard_normal((d_in, n)), *qkv_weights(rng, d_in, d_k, d_v)))
-    for n, wide in [(5, False), (6, True)]:  # scores near +1000 in each column; then near +1000 and -1000
-        x, W_q, W_k, W_v = _stability.projections(rng, n, 4, 4, 3, wide=wide)
-        cases.append((x.T, W_q, W_k, W_v))
-    x, W_q, W_k, W_v = _stability.projections(rng, 5, 4, 4, 3, wide=False, rows_signed=True)  # all -1000 or +1000
-    cases.append((x.T, W_q, W_k, W_v))
-    return cases
-
-
-def _columns_mistake(scores: str, axis: int = 0, out: str = "V @ A_prime") -> str:
-    return f'''def self_attention_columns(I, W_q, W_k, W_v):
-    Q, K, V = W_q @ I, W_k @ I, W_v @ I
-    A = {scores}
-    e = np.exp(A - A.max(axis={axis}, keepdims=True))
-    A_prime = e / e.sum(axis={axis}, keepdims=True)
-    return {out}, A_prime
-'''
-
-
-_COLUMNS_SLIPS = _column_slips(_columns_mistake, "W_q.shape[0]")
-COLUMNS_MISTAKES = (
-    Mistake("qt_k", "A was computed as Qᵀ K (the same as swapping W_q and W_k); the lecture's A = Kᵀ Q "
-            "puts query i's scores in column i",
-            _columns_mistake("Q.T @ K / np.sqrt(W_q.shape[0])")),
-    Mistake("softmax_wrong_axis", "the softmax ran along each row of A; each column (one query) must sum to 1",
-            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", axis=1)),
-    _COLUMNS_SLIPS["missing_scale"],
-    _COLUMNS_SLIPS["scaled_by_d"],
-    Mistake("a_prime_transposed", "the output used A′ transposed (O = V A′ᵀ); column i of O = V A′ is "
-            "bⁱ = Σⱼ α′ᵢⱼ vʲ",
-            _columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])", out="V @ A_prime.T")),
-    Mistake("not_stabilised", _stability.not_stabilised("each column's"),
-            edited(_columns_mistake("K.T @ Q / np.sqrt(W_q.shape[0])"),
-                   ("np.exp(A - A.max(axis=0, keepdims=True))", "np.exp(A)"))),
-    _COLUMNS_SLIPS["shifted_by_min"],
-)
-
-
-# --- task 4: the whole layer, rows, with batch dimensions ---------------------------------------
+# --- task 3: the whole layer, rows, with batch dimensions ---------------------------------------
 
 def _ref_rows(X, W_q, W_k, W_v):
     return self_attention(np.asarray(X, dtype=float), W_q, W_k, W_v)
@@ -216,9 +178,54 @@ ROWS_MISTAKES = (
             _rows_mistake(q="X @ W_k.T", k="X @ W_q.T")),
     Mistake("weights_not_transposed", "the weights were applied without transposing (X W); W has nn.Linear's "
             "shape (d_out, d_in), so Q = X W_qᵀ", _rows_mistake(q="X @ W_q", k="X @ W_k", v="X @ W_v")),
+    Mistake("k_T_on_a_batch", "K.T was used for Kᵀ: on a batch (..., n, d_k) it reverses every axis, batch "
+            "axes included; transpose the last two axes only, np.swapaxes(K, -1, -2)",
+            _rows_mistake().replace("np.swapaxes(K, -1, -2)", "K.T")),
     Mistake("not_stabilised", _stability.not_stabilised(),
             _rows_mistake().replace("np.exp(s - s.max(axis=-1, keepdims=True))", "np.exp(s)")),
     Mistake("shifted_by_min", _stability.shifted_by_min(), _rows_mistake().replace("s.max(", "s.min(")),
+)
+
+
+# --- task 4: measure the variance of the scores against d_k ------------------------------------
+
+def _ref_variance(Q, K):
+    Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)
+    s = np.sum(Q * K, axis=0)  # q^i . k^i for every pair i
+    return np.var(s), np.var(s / np.sqrt(Q.shape[0]))
+
+
+def _cases_variance(rng):
+    cases = []
+    for d_k, m in [(4, 50), (16, 40), (1, 30), (64, 20), (3, 3)]:  # m != d_k: the axes cannot be confused
+        cases.append((rng.standard_normal((d_k, m)), rng.standard_normal((d_k, m))))
+    cases.append((rng.uniform(0.0, 2.0, (5, 12)), rng.uniform(-1.0, 3.0, (5, 12))))  # not centred at 0
+    return cases
+
+
+#: The right answer; each mistake below edits it.
+_VARIANCE = '''def score_variance(Q, K):
+    d_k = Q.shape[0]
+    s = np.sum(Q * K, axis=0)
+    return np.var(s), np.var(s / np.sqrt(d_k))
+'''
+
+VARIANCE_MISTAKES = (
+    Mistake("std_not_variance", "the standard deviation was returned instead of the variance (np.std); the "
+            "variance is the mean squared distance from the mean, np.var",
+            edited(_VARIANCE, ("np.var(", "np.std("))),
+    Mistake("all_pairs", "the variance was taken over all m × m scores Kᵀ Q (every query with every key); the "
+            "task pairs qⁱ with kⁱ only: the m scores qⁱ · kⁱ",
+            edited(_VARIANCE, ("np.sum(Q * K, axis=0)", "K.T @ Q"))),
+    Mistake("scaled_by_d", "the scaled scores were divided by d_k instead of sqrt(d_k), so their variance "
+            "shrinks like 1/d_k; the Transformer divides by sqrt(d_k)",
+            edited(_VARIANCE, ("s / np.sqrt(d_k)", "s / d_k"))),
+    Mistake("d_k_from_wrong_axis", "d_k was read from the number of pairs (Q.shape[1]); in the column layout "
+            "Q has shape (d_k, m), so d_k = Q.shape[0]",
+            edited(_VARIANCE, ("d_k = Q.shape[0]", "d_k = Q.shape[1]"))),
+    Mistake("pairs_along_wrong_axis", "the dot products were summed over the pairs (axis 1) instead of over "
+            "the d_k components (axis 0): qⁱ · kⁱ sums the d_k products of column i",
+            edited(_VARIANCE, ("np.sum(Q * K, axis=0)", "np.sum(Q * K, axis=1)"))),
 )
 
 
@@ -226,6 +233,7 @@ TASKS = [
     Task(ASSIGNMENT, "project", _ref_project, _cases_project, PROJECT_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "attention_matrix", _ref_attention_matrix, _cases_attention_matrix,
          ATTENTION_MATRIX_MISTAKES, setup=SETUP),
-    Task(ASSIGNMENT, "self_attention_columns", _ref_columns, _cases_columns, COLUMNS_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "self_attention_rows", _ref_rows, _cases_rows, ROWS_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "score_variance", _ref_variance, _cases_variance, VARIANCE_MISTAKES, setup=SETUP, rtol=1e-6,
+         atol=1e-9),
 ]

@@ -32,17 +32,19 @@ SECTIONS: dict[str, dict[str, tuple[str, str]]] = {
         "cosine_similarity_matrix": ("vector_sets", "Words: a learned word embedding"),
         "frame_signal": ("vector_sets", "Audio: a waveform cut into frames"),
         "adjacency_from_edges": ("vector_sets", "Graphs: node vectors and an adjacency matrix"),
+        "nearest_other": ("vector_sets", "Words: a learned word embedding"),
     },
     "ps02_sequence_labeling": {
         "window_features": ("sequence_labeling", "A window of neighbours"),
         "fcn_tag_logits": ("sequence_labeling", "One FCN per vector"),
         "windowed_logits": ("sequence_labeling", "A window of neighbours"),
+        "stacked_reach": ("sequence_labeling", "What a window costs"),
     },
     "ps03_relevance": {
         "dot_product_scores": ("relevance", "Dot-product"),
         "additive_scores": ("relevance", "Additive"),
         "softmax": ("step_by_step", "Step 3: softmax"),
-        "attention_weights": ("matrix_form", r"Why divide by $\sqrt{d_k}$"),
+        "masked_weights": ("matrix_form", "Masks"),
     },
     "ps04_step_by_step": {
         "query_key_value": ("step_by_step", "Step 1: one query, one key, one score"),
@@ -53,8 +55,8 @@ SECTIONS: dict[str, dict[str, tuple[str, str]]] = {
     "ps05_matrix_form": {
         "project": ("matrix_form", "Queries, keys and values: $Q = W^q I$, $K = W^k I$, $V = W^v I$"),
         "attention_matrix": ("matrix_form", r"Scores: $A = K^\top Q$"),
-        "self_attention_columns": ("matrix_form", "Outputs: $O = V A'$"),
         "self_attention_rows": ("matrix_form", "The same in PyTorch's row layout"),
+        "score_variance": ("matrix_form", r"Why divide by $\sqrt{d_k}$"),
     },
     "ps06_multi_head": {
         "split_heads": ("multi_head", "Split and merge"),

@@ -165,8 +165,10 @@ import os
 os._exit(0)
 '''),
                            {"score": 5, "flagged": True})
+_DEF = "def output_for_query(a, i, W_q, W_k, W_v):\n"
+assert _DEF in SOL["output_for_query_answer"]  # the attack must change the answer, not silently nothing
 attacks["a09e_huge_memory"] = (honest(output_for_query_answer=SOL["output_for_query_answer"].replace(
-    '    """b^i', '    big = np.ones(2 ** 33)  # 64 GB\n    """b^i')), {"score": 7, "flagged": False})
+    _DEF, _DEF + '    big = np.ones(2 ** 33)  # 64 GB\n')), {"score": 7, "flagged": False})
 attacks["a09f_output_flood"] = (after("query_key_value_answer", '''
 for _i in range(20000):
     print('x' * 5000)
