@@ -119,7 +119,6 @@ VISIBLE_MISSES = {
     "ps12_efficient.online_step:max_of_block_only",
     # the setup cell's stream has no memory check (the grader's and the self-check's have): copies pass it
     "ps12_efficient.online_softmax:blocks_copied", "ps12_efficient.blocked_attention:blocks_copied",
-    "ps12_efficient.causal_linear_attention:positions_copied",
     # the thinking task's visible test checks the format only: the values are graded by the hidden test
     "ps12_efficient.hbm_bytes:elements_not_bytes", "ps12_efficient.hbm_bytes:matrix_moved_once",
     "ps12_efficient.hbm_bytes:sram_in_bytes", "ps12_efficient.hbm_bytes:blocks_rounded_down",

@@ -54,7 +54,7 @@ class StreamKept(StreamError):
 
 #: A stream checks what the answer keeps once it has handed out this many bytes (a small stream's
 #: blocks are smaller than the Python objects any answer allocates, so it is not checked).
-KEPT_CHECK_FROM = 64 * 1024
+KEPT_CHECK_FROM = 128 * 1024
 
 
 class Blocks:
