@@ -481,5 +481,6 @@ TASKS = [
          setup=SETUP),
     Task(ASSIGNMENT, "causal_linear_attention", _ref_linear, _cases_linear, LINEAR_MISTAKES,
          setup=SETUP),
-    Task(ASSIGNMENT, "hbm_bytes", _ref_hbm, _cases_hbm, HBM_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "hbm_bytes", _ref_hbm, _cases_hbm, HBM_MISTAKES, rtol=0.0, atol=0.5,  # whole bytes
+         setup=SETUP),
 ]
