@@ -22,6 +22,23 @@ from .encoder import encoder_block, encoder_params_from_torch, feed_forward, ini
 from .examples import lecture_example
 from .graph import adjacency_from_edges, adjacency_mask, gat_layer, gat_params_from_pyg, init_gat_params
 from .images import image_to_vectors, patchify, unpatchify, vectors_to_image
+from .io_model import (
+    backward_recomputation,
+    flash_attention_io,
+    flash_backward_io,
+    flash_block_sizes,
+    standard_attention_io,
+    standard_backward_io,
+)
+from .linear import (
+    causal_linear_attention_rnn,
+    elu_feature_map,
+    linear_attention,
+    linear_rnn_step,
+    performer_attention,
+    positive_random_features,
+    random_features,
+)
 from .multihead import init_mha_params, merge_heads, mha_params_from_torch, multi_head_attention, split_heads
 from .positional import shift_matrix, sinusoidal_positional_encoding
 from .recurrent import path_length, rnn_forward
@@ -81,4 +98,17 @@ __all__ = [
     "vectors_to_image",
     "window_features",
     "windowed_logits",
+    "backward_recomputation",
+    "flash_attention_io",
+    "flash_backward_io",
+    "flash_block_sizes",
+    "standard_attention_io",
+    "standard_backward_io",
+    "causal_linear_attention_rnn",
+    "elu_feature_map",
+    "linear_attention",
+    "linear_rnn_step",
+    "performer_attention",
+    "positive_random_features",
+    "random_features",
 ]

@@ -5,9 +5,10 @@ per streaming multiprocessor).  Attention does few arithmetic operations per num
 time is set by the traffic between the two (Dao et al. 2022, "FlashAttention: Fast and
 Memory-Efficient Exact Attention with IO-Awareness", NeurIPS 2022).  This module counts that traffic,
 in bytes, for sequence length n, head width d, element size ``elem_bytes`` and an SRAM of
-``sram_bytes`` (the paper's M, counted there in elements: M = sram_bytes / elem_bytes; the paper's N
-is n).  The algorithms' names are the paper's: S = Q K^T the scores (the book's A, transposed), P = softmax(S)
-the weights (A'^T), dX the gradient of the loss with respect to X; its m and ℓ are the book's mu and s.
+``sram_bytes`` (the paper's M, counted there in elements: M = sram_bytes / elem_bytes; the book writes
+S_sram, as its M is the mask; the paper's N is n).  The algorithms' names are the paper's:
+S = Q K^T the scores (the book's A, transposed), P = softmax(S) the weights (A'^T), dX the gradient of the loss
+with respect to X; its m and ℓ are the book's mu and s.
 
 * :func:`standard_attention_io` -- the paper's Algorithm 0: read Q, K, compute the (n, n) scores
   and **write** them to HBM; read them back, softmax, **write** the (n, n) weights; read them back
@@ -22,11 +23,12 @@ the weights (A'^T), dX the gradient of the loss with respect to X; its m and ℓ
 * The ratio standard / tiled tends to about M / (3 d^2) as n grows (it rises toward it when M > 4 d^2):
   the larger the SRAM relative to d^2, the larger the saving (d = 64 and M = 100 KB of 2-byte
   numbers: about 4 times fewer bytes).
-* Backward pass (the paper's Appendix B): the standard one (Algorithm 3, :func:`standard_backward_io`)
+* Backward pass (the paper's appendix on the backward pass): the standard one (:func:`standard_backward_io`)
   reads the stored (n, n) weights P and writes and reads (n, n) gradients dP and dS; FlashAttention's
-  (Algorithm 4, :func:`flash_backward_io`) stores no P: it keeps only mu and s (2n numbers) and
+  (:func:`flash_backward_io`) stores no P: it keeps only mu and s (2n numbers) and
   **recomputes** each tile of the scores and weights from Q, K in SRAM (:func:`backward_recomputation`):
-  more arithmetic (the n x n x d product Q K^T once more), far fewer bytes, Θ(n^2 d^2 M^-1) (Theorem 5).
+  more arithmetic (the n x n x d product Q K^T once more), far fewer bytes, Θ(n^2 d^2 M^-1) (the paper's
+  IO analysis of the backward pass).
 
 These are counts of a model (every listed read and write of the algorithms, exact for the given
 block sizes), not measurements: caches, the GPU's many SRAMs in parallel and the fusion of the
@@ -111,7 +113,7 @@ def flash_attention_io(n: int, d: int, sram_bytes: int, elem_bytes: int = 2) -> 
 
 
 def standard_backward_io(n: int, d: int, elem_bytes: int = 2) -> Traffic:
-    """HBM traffic of the standard backward pass, Dao et al. 2022, Algorithm 3 (P stored by the forward pass).
+    """HBM traffic of the standard backward pass (Dao et al. 2022, appendix on the backward pass); P stored.
 
     1. read P, dO (n^2 + n d); write dV = P^T dO (n d);
     2. read dO, V (2 n d); write dP = dO V^T (n^2);
@@ -125,7 +127,7 @@ def standard_backward_io(n: int, d: int, elem_bytes: int = 2) -> Traffic:
 
 
 def flash_backward_io(n: int, d: int, sram_bytes: int, elem_bytes: int = 2) -> Traffic:
-    """HBM traffic of FlashAttention's backward pass, Dao et al. 2022, Algorithm 4 (Theorem 5: Θ(n^2 d^2 / M)).
+    """HBM traffic of FlashAttention's backward pass, Dao et al. 2022, appendix on the backward pass (Θ(n^2 d^2 / M)).
 
     Same blocks as the forward pass.  Initialise dQ, dK, dV in HBM (3 n d writes).  For each key
     block j: read K_j, V_j (2 n d over all j); for each query block i read Q_i, O_i, dO_i, dQ_i
@@ -142,7 +144,7 @@ def flash_backward_io(n: int, d: int, sram_bytes: int, elem_bytes: int = 2) -> T
 
 
 def backward_recomputation(n: int, d: int, elem_bytes: int = 2) -> Recomputation:
-    """The price and the gain of recomputing P in the backward pass instead of storing it (Dao et al. 2022, §3.1).
+    """The price and the gain of recomputing P in the backward pass instead of storing it (Dao et al. 2022).
 
     Price: S = Q K^T once more (n^2 d multiply-adds, 2 n^2 d flops) and P = exp(S - mu) / s once
     more (n^2 exponentials), on top of the standard backward's 8 n^2 d flops (four n x n x d

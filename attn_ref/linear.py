@@ -3,19 +3,20 @@
 Softmax attention weighs key j for query i by exp(q^i . k^j / sqrt(d_k)) and divides by the sum
 over j.  Katharopoulos et al. 2020 ("Transformers are RNNs: Fast Autoregressive Transformers with
 Linear Attention", ICML 2020) replace that similarity by a dot product of **features**,
-sim(q, k) = phi(q) . phi(k) with phi: R^{d_k} -> R^D positive (their eq. 4), so that
+sim(q, k) = phi(q) . phi(k) with phi: R^{d_k} -> R^D positive (their section "Linearized attention"), so that
 
     b^i = sum_j (phi(q^i) . phi(k^j)) v^j / sum_j phi(q^i) . phi(k^j)
         = phi(q^i)^T S / phi(q^i)^T z,   S = sum_j phi(k^j) v^j^T  (D, d_v),   z = sum_j phi(k^j)  (D,)
 
-(eq. 5): S and z do not depend on i, so they are computed once.  In matrices (row layout),
-(phi(Q) phi(K)^T) V = phi(Q) (phi(K)^T V) (eq. 6): the right-hand side never forms the (n, n)
+S and z do not depend on i, so they are computed once.  In matrices (row layout),
+(phi(Q) phi(K)^T) V = phi(Q) (phi(K)^T V): the right-hand side never forms the (n, n)
 matrix and costs O(n D d_v) instead of O(n^2 max(D, d_v)) -- linear in n.  Their feature map is
-phi(x) = elu(x) + 1 (eq. 7), :func:`elu_feature_map`, so D = d_k.
+phi(x) = elu(x) + 1 (section "Feature maps and computational cost"), :func:`elu_feature_map`, so D = d_k.
 
-**Causal** (query i sees keys j <= i, §3.3): S and z become prefix sums S_i, z_i, and the output
-b^i = phi(q^i)^T S_i / phi(q^i)^T z_i.  Read one position at a time, that is a recurrent network
-whose hidden state is the (D, d_v) matrix S_i and the vector z_i (§3.4, "Transformers are RNNs"):
+**Causal** (query i sees keys j <= i, their section "Causal masking"): S and z become prefix sums
+S_i, z_i, and the output b^i = phi(q^i)^T S_i / phi(q^i)^T z_i.  Read one position at a time, that
+is a recurrent network whose hidden state is the (D, d_v) matrix S_i and the vector z_i (their section
+"Transformers are RNNs"):
 
     S_i = S_{i-1} + phi(k^i) v^i^T,   z_i = z_{i-1} + phi(k^i),   S_0 = 0, z_0 = 0
 
@@ -24,21 +25,24 @@ sequential steps, like the RNN chapter's h^t; :func:`linear_attention` with ``ca
 computes the same prefix sums in parallel (a cumulative sum, O(n D d_v) memory).
 
 **Performer** (Choromanski et al. 2021, "Rethinking Attention with Performers", ICLR 2021): the
-softmax kernel itself has positive random features (FAVOR+, their Lemma 1): for w ~ N(0, Id),
+softmax kernel itself has positive random features (FAVOR+, their section on positive random features
+for softmax): for w ~ N(0, Id),
 E[exp(w^T x - |x|^2/2) exp(w^T y - |y|^2/2)] = exp(x^T y).  With D samples w_1..w_D,
 phi(x) = exp(W x - |x|^2/2) / sqrt(D) (:func:`positive_random_features`) gives an unbiased
 estimate phi(x) . phi(y) of exp(x^T y); its relative error shrinks like 1/sqrt(D), and less with
-orthogonal w's (their §2.4, :func:`random_features`).  Scaling queries and keys by d_k^{-1/4}
-makes exp(x^T y) = exp(q . k / sqrt(d_k)), so :func:`performer_attention` estimates exact softmax
-attention with the linear algorithm above.  (Its output is a ratio of two unbiased estimates,
-so it is consistent -- exact as D -> infinity -- but not itself unbiased.)
+orthogonal w's (their section on orthogonal random features, :func:`random_features`).  Scaling
+queries and keys by d_k^{-1/4} makes exp(x^T y) = exp(q . k / sqrt(d_k)), so
+:func:`performer_attention` estimates exact softmax attention with the linear algorithm above.  (Its output is
+a ratio of two unbiased estimates, so it is consistent -- exact as D -> infinity -- but not itself unbiased.)
 
 Shapes as in :mod:`attn_ref.attention`: q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v),
 batch dimensions broadcast.  A general (n_q, n_k) mask would bring back the n x n matrix; what
 stays linear is ``causal=True`` and a ``key_mask`` (..., n_k), True = the key may be attended to
 (padding).  A query whose normaliser phi(q^i)^T z is 0 (no key it may attend to) gets a zero
-output (the :func:`attn_ref.softmax` convention).  The notation is the book's: S and z are the
-paper's S_i and Z_i; the paper's m (number of random features) is D here.
+output (the :func:`attn_ref.softmax` convention).  Names in the code and the book (efficient.md): D is the
+book's d_phi (the paper's m, number of random features); S and z are the book's Sigma_i and zeta_i (the
+paper's S_i and Z_i).  Checked in tests/test_linear_attention.py against a direct O(n^2) computation of the
+same kernel and, for Performer, against torch's exact softmax attention.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ class LinearRNNState(NamedTuple):
 
 
 def elu_feature_map(x) -> np.ndarray:
-    """phi(x) = elu(x) + 1, elementwise (Katharopoulos et al. 2020, eq. 7): x + 1 for x > 0, exp(x) else.
+    """phi(x) = elu(x) + 1, elementwise (Katharopoulos et al. 2020): x + 1 for x > 0, exp(x) else.
 
     Always > 0 (until exp underflows far below -80), so every weight phi(q).phi(k) is positive as
     softmax's are.  exp(x) is computed directly rather than as -1 + exp(x) + 1, which in float32 would
@@ -87,10 +91,10 @@ def _normalise(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def linear_attention(q, k, v, causal: bool = False, key_mask=None,
                      feature_map: FeatureMap | None = None) -> np.ndarray:
-    """phi(Q) (phi(K)^T V) normalised by phi(Q) (phi(K)^T 1) (Katharopoulos et al. 2020, eqs. 5-6).
+    """phi(Q) (phi(K)^T V) normalised by phi(Q) (phi(K)^T 1) (Katharopoulos et al. 2020, "Linearized attention").
 
     q: (..., n_q, d_k), k: (..., n_k, d_k), v: (..., n_k, d_v), batch dims broadcast;
-    feature_map: phi, applied to the last axis (d_k -> D), None = elu(x) + 1 (eq. 7);
+    feature_map: phi, applied to the last axis (d_k -> D), None = elu(x) + 1;
     key_mask: None or boolean broadcastable to (..., n_k), True = the key may be attended to;
     causal: query i sees keys j <= i only (self-attention, n_q = n_k): S_i and z_i as prefix sums
     (a cumulative sum over positions, the parallel form of :func:`causal_linear_attention_rnn`).
@@ -125,7 +129,7 @@ def linear_attention(q, k, v, causal: bool = False, key_mask=None,
 
 
 def linear_rnn_step(S, z, q_i, k_i, v_i, feature_map: FeatureMap | None = None):
-    """One step of causal linear attention as an RNN (Katharopoulos et al. 2020, §3.4).
+    """One step of causal linear attention as an RNN (Katharopoulos et al. 2020, "Transformers are RNNs").
 
     S: (D, d_v), z: (D,) the state after i - 1 positions (zeros before the first);
     q_i, k_i: (d_k,), v_i: (d_v,) position i's query, key and value.
@@ -152,7 +156,7 @@ def linear_rnn_step(S, z, q_i, k_i, v_i, feature_map: FeatureMap | None = None):
 
 
 def causal_linear_attention_rnn(q, k, v, feature_map: FeatureMap | None = None) -> LinearRNNState:
-    """Causal linear attention read one position at a time: an RNN with state (S, z) (§3.4).
+    """Causal linear attention read one position at a time: an RNN with state (S, z) ("Transformers are RNNs").
 
     q: (n, d_k), k: (n, d_k), v: (n, d_v), one sequence (no batch).  S_0 = 0 (D, d_v), z_0 = 0 (D,),
     then :func:`linear_rnn_step` for i = 1..n.  The state has the same size at every step whatever
@@ -178,10 +182,10 @@ def random_features(n_features: int, d_k: int, rng=None, orthogonal: bool = Fals
     """W (D, d_k): D = ``n_features`` random vectors w_r ~ N(0, Id_{d_k}), the rows of W.
 
     rng: a ``np.random.Generator``, a seed (int), or None (seed 0: reproducible by default).
-    orthogonal: Performer's orthogonal random features (Choromanski et al. 2021, §2.4): rows drawn in
-    blocks of d_k exactly orthogonal directions (QR of a Gaussian matrix), each row rescaled to the
-    length of an independent N(0, Id) vector, so every row is still N(0, Id) (the estimate stays
-    unbiased) while the directions of a block cannot cluster (lower variance).
+    orthogonal: Performer's orthogonal random features (Choromanski et al. 2021): rows drawn in blocks
+    of d_k exactly orthogonal directions (QR of a Gaussian matrix), each row rescaled to the length of an
+    independent N(0, Id) vector, so every row is still N(0, Id) (the estimate stays unbiased) while the
+    directions of a block cannot cluster (lower variance).
     """
     check_positive_int(n_features, "n_features")
     check_positive_int(d_k, "d_k")
@@ -200,10 +204,10 @@ def random_features(n_features: int, d_k: int, rng=None, orthogonal: bool = Fals
 
 
 def positive_random_features(x, W) -> np.ndarray:
-    """phi(x) = exp(W x - |x|^2 / 2) / sqrt(D) (Choromanski et al. 2021, Lemma 1 and eq. 5), on the last axis.
+    """phi(x) = exp(W x - |x|^2 / 2) / sqrt(D) (Choromanski et al. 2021, positive random features), on the last axis.
 
     x: (..., d_k); W: (D, d_k) from :func:`random_features`.  Every entry is positive, and
-    phi(x) . phi(y) is an unbiased estimate of the softmax kernel exp(x^T y) (Lemma 1: averaged over
+    phi(x) . phi(y) is an unbiased estimate of the softmax kernel exp(x^T y) (averaged over
     w ~ N(0, Id), exp(w^T x - |x|^2/2) exp(w^T y - |y|^2/2) = exp(x^T y)).  Returns (..., D).
     """
     x, W = as_array(x, "x"), as_array(W, "W")

@@ -117,6 +117,12 @@ VISIBLE_MISSES = {
     "ps09_cnn.relative_scores:pixels_column_major",
     "ps10_rnn.path_lengths:conv_rounded_down", "ps10_rnn.path_lengths:zero_layers_for_n1",
     "ps12_efficient.online_step:max_of_block_only",
+    # the setup cell's stream has no memory check (the grader's and the self-check's have): copies pass it
+    "ps12_efficient.online_softmax:blocks_copied", "ps12_efficient.blocked_attention:blocks_copied",
+    # the thinking task's visible test checks the format only: the values are graded by the hidden test
+    "ps12_efficient.hbm_bytes:elements_not_bytes", "ps12_efficient.hbm_bytes:matrix_moved_once",
+    "ps12_efficient.hbm_bytes:sram_in_bytes", "ps12_efficient.hbm_bytes:blocks_rounded_down",
+    "ps12_efficient.hbm_bytes:queries_read_once",
     # issue 33: softmax(scores * mask) differs only where a row's allowed scores are all far below 0
     "ps08_speech_images.truncated_attention:masked_by_multiplying", "ps11_graphs.masked_softmax:masked_by_multiplying",
 }

@@ -107,7 +107,7 @@ SCORES = {
     "ps11_graphs.masked_softmax": lambda scores, mask: np.where(mask, scores, np.nan),
     "ps11_graphs.graph_attention": _gat,
     "ps12_efficient.online_softmax": lambda blocks: _rows(_whole(blocks)[0]),
-    "ps12_efficient.online_step": lambda m, l, acc, s, V: _rows(s),
+    "ps12_efficient.online_step": lambda mu, s, acc, scores, V: _rows(scores),
     "ps12_efficient.blocked_attention": lambda Q, blocks: Q @ _whole(blocks)[0].T / np.sqrt(Q.shape[1]),
 }
 

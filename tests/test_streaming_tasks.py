@@ -23,9 +23,10 @@ from others_answers import (
 )
 
 from attn_grader.catalogue import ps09_cnn
+from attn_grader.catalogue.ps12_efficient import LONG_ROW
 from attn_grader.checking import harness, recheck
 from attn_grader.checking.core import tasks_of
-from attn_grader.checking.harness import Blocks, StreamError
+from attn_grader.checking.harness import Blocks, StreamError, StreamKept
 from attn_ref.conv import conv_as_attention_params, relative_attention_conv
 from solutions import cells, solutions
 
@@ -43,6 +44,93 @@ def test_a_stream_is_read_once_in_order_and_a_kept_block_becomes_nan():
         next(iter(Blocks((x,), 2)))[0] = 1.0  # read-only
     pairs = [(k.shape, v.shape) for k, v in Blocks((np.ones((5, 2)), np.zeros((5, 3))), 2)]
     assert pairs == [((2, 2), (2, 3)), ((2, 2), (2, 3)), ((1, 2), (1, 3))]
+
+
+# The gap of issue 29's first fix: a copy of each block (b.copy()) survives the next read, so an answer could
+# keep the whole of K and V and form the full matrix of scores.  The stream's memory check stops it.
+COPIED_BLOCKED = '''def blocked_attention(Q, blocks):
+    kept = [(K_B.copy(), V_B.copy()) for K_B, V_B in blocks]
+    K, V = np.vstack([k for k, _ in kept]), np.vstack([v for _, v in kept])
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    return (P / P.sum(axis=1, keepdims=True)) @ V
+'''
+
+# ...and one that swallows the stream's exception to keep going with what it copied.
+SWALLOWING_BLOCKED = '''def blocked_attention(Q, blocks):
+    kept = []
+    try:
+        for K_B, V_B in blocks:
+            kept.append((K_B + 0, V_B * 1))
+    except Exception:
+        pass
+    K, V = np.vstack([k for k, _ in kept]), np.vstack([v for _, v in kept])
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    return (P / P.sum(axis=1, keepdims=True)) @ V
+'''
+
+
+def _answer(source: str, name: str):
+    ns: dict = {}
+    exec(cells("ps12_efficient")["setup"] + "\n" + source, ns)  # noqa: S102
+    return ns[name]
+
+
+def test_a_copy_of_every_block_is_stopped_before_the_end_of_a_long_stream():
+    n, size = LONG_ROW, 512
+    seen = []
+    with pytest.raises(StreamKept, match="kept the blocks"):
+        for b in Blocks((np.arange(float(n)),), size):
+            seen.append(b.copy())
+    assert 0 < len(seen) * size < n  # stopped part-way: what was copied is not the whole stream
+    assert len(seen) * size * 8 <= harness.KEPT_CHECK_FROM + 2 * size * 8  # right after the check's threshold
+
+
+def test_a_one_pass_answer_holds_far_less_than_the_check_allows():
+    """The margin of the check: on the long hidden streams, at every block where the stream checks, the
+    solutions hold at most half of what it allows (half the bytes handed out)."""
+    import tracemalloc
+
+    from attn_grader.catalogue.ps12_efficient import _cases_blocked, _cases_online_softmax
+
+    long_cases = {"online_softmax": _cases_online_softmax(np.random.default_rng(0))[-1],
+                  "blocked_attention": _cases_blocked(np.random.default_rng(0))[-1]}
+    for name, args in long_cases.items():
+        fn = _answer(solutions("ps12_efficient")[name], name)
+        *first, stream = copy.deepcopy(args)
+        _, (arrays, _size) = stream.__reduce__()
+        assert sum(a.nbytes for a in arrays) >= 2 * harness.KEPT_CHECK_FROM, name  # checked before the end
+        ratios = []
+
+        def watched(blocks, ratios=ratios):
+            handed = 0
+            base = tracemalloc.get_traced_memory()[0]
+            for b in blocks:  # what the stream measures before each block, here after each (no less)
+                if handed >= harness.KEPT_CHECK_FROM:
+                    ratios.append((tracemalloc.get_traced_memory()[0] - base) / (handed / 2))
+                handed += sum(a.nbytes for a in (b if isinstance(b, tuple) else (b,)))
+                yield b
+
+        tracemalloc.start()
+        try:
+            fn(*first, watched(stream))
+        finally:
+            tracemalloc.stop()
+        assert ratios and max(ratios) < 0.5, (name, max(ratios))  # at least 2x below the bound
+
+
+@pytest.mark.parametrize(("source", "name", "mistake"), [
+    (COPIED_BLOCKED, "blocked_attention", "blocks_copied"),
+    (SWALLOWING_BLOCKED, "blocked_attention", None),
+], ids=["copies", "copies_swallowing_the_error"])
+def test_answers_that_copy_the_blocks_fail_in_process(source, name, mistake):
+    from attn_grader.checking.core import GradingError, check
+
+    with pytest.raises(GradingError) as caught:
+        check("ps12_efficient", name, _answer(source, name))
+    if mistake:
+        assert f"[{mistake}]" in str(caught.value)
 
 
 def test_the_job_unpickler_rebuilds_a_stream_from_the_harness_file():
@@ -69,10 +157,12 @@ def test_the_task_4_reference_is_the_attention_layer_of_the_reference_in_the_har
      {"online_softmax_answer": TWO_PASS_ONLINE_SOFTMAX, "blocked_attention_answer": FULL_MATRIX_BLOCKED},
      {"online_softmax": "blocks_kept", "blocked_attention": "blocks_kept"}),
     ("ps12_efficient", {"blocked_attention_answer": TWO_PASS_BLOCKED}, {"blocked_attention": "read_twice"}),
+    ("ps12_efficient", {"blocked_attention_answer": COPIED_BLOCKED}, {"blocked_attention": "blocks_copied"}),
     ("ps09_cnn", {}, {"attention_as_conv": ""}),
     ("ps09_cnn", {"attention_as_conv_answer": CONV_NOT_ATTENTION}, {"attention_as_conv": "unrecognised"}),
     ("ps09_cnn", {"attention_as_conv_answer": HEADS_WITHOUT_SCORES}, {"attention_as_conv": "unrecognised"}),
-], ids=["ps12_solution", "ps12_bypasses", "ps12_two_passes", "ps09_solution", "ps09_bypass", "ps09_no_scores"])
+], ids=["ps12_solution", "ps12_bypasses", "ps12_two_passes", "ps12_copies", "ps09_solution", "ps09_bypass",
+        "ps09_no_scores"])
 def test_the_recheck_in_its_sandbox_fails_the_bypasses(assignment, answers, expect):
     """The stream and the scores cross into the sandbox; the verdicts there are the in-process ones."""
     tasks = [t for t in tasks_of(assignment) if t.func_name in expect]

@@ -48,6 +48,15 @@ class StreamError(RuntimeError):
     """A second pass over a :class:`Blocks` stream."""
 
 
+class StreamKept(StreamError):
+    """An answer kept (copies of) the blocks it read: the memory it holds grew with the stream."""
+
+
+#: A stream checks what the answer keeps once it has handed out this many bytes (a small stream's
+#: blocks are smaller than the Python objects any answer allocates, so it is not checked).
+KEPT_CHECK_FROM = 128 * 1024
+
+
 class Blocks:
     """A one-pass stream of the blocks of ``size`` rows of ``arrays`` (row-aligned): a streaming task's input.
 
@@ -57,6 +66,15 @@ class Blocks:
     an answer that keeps the blocks to use them later (the whole of K at once, a second pass over kept
     blocks) computes with NaN; iterating a second time raises :class:`StreamError`.  Each deep copy is a
     fresh, unread stream (every call of an answer gets its own).
+
+    Copies are caught by their memory: once the stream has handed out ``KEPT_CHECK_FROM`` bytes, before
+    each further block it measures (``tracemalloc``) how much more memory is held than when the loop
+    began, and if that is more than half the bytes handed out -- an answer that kept a copy of every
+    block (``b.copy()``, ``b.tolist()``, ``b + 0``) -- it raises :class:`StreamKept` instead of handing
+    out the rest, so the answer never sees the whole stream even if it swallows the exception.  A one-pass
+    answer holds one block and its running values (under a third of that bound in the ps12 cases with
+    long streams; tests/test_streaming_tasks.py).  Memory that ``tracemalloc`` does not see (copies into
+    PyTorch tensors) escapes this check.
     """
 
     def __init__(self, arrays: tuple, size: int):
@@ -73,11 +91,25 @@ class Blocks:
         return self.__blocks()
 
     def __blocks(self):
+        import tracemalloc
+
         kept = ()
+        started = not tracemalloc.is_tracing()
+        if started:
+            tracemalloc.start()
+        base, handed = tracemalloc.get_traced_memory()[0], 0
         try:
             for j0 in range(0, len(self.__data[0]), self.__size):
                 for b in kept:
                     b.fill(np.nan)  # the next block reuses the buffer: a kept block is gone
+                if handed >= KEPT_CHECK_FROM:
+                    held = tracemalloc.get_traced_memory()[0] - base
+                    if held > handed / 2:
+                        raise StreamKept(
+                            f"the answer kept the blocks it read: after {handed} bytes of the stream it held "
+                            f"{held} bytes more than when its loop began; a stream is read in one pass, "
+                            "keeping only the running values, not a copy of each block")
+                handed += sum(a[j0:j0 + self.__size].nbytes for a in self.__data)
                 kept = tuple(np.array(a[j0:j0 + self.__size]) for a in self.__data)
                 views = []
                 for b in kept:
@@ -88,6 +120,8 @@ class Blocks:
         finally:
             for b in kept:
                 b.fill(np.nan)
+            if started:
+                tracemalloc.stop()
 
     def __deepcopy__(self, memo):
         return Blocks(tuple(a.copy() for a in self.__data), self.__size)
