@@ -118,3 +118,18 @@ def test_the_command_prints_file_line_and_rule(tmp_path, capsys):
     assert nc.main([str(path)]) == 1
     out = capsys.readouterr().out
     assert f"{path}:3: $K$ defined again" in out and "K or k for a kernel size" in out
+
+
+@pytest.mark.parametrize("text", [
+    "**Layout.** The input vectors $a^1, \\dots, a^n$ are the rows of `X`.",       # a^1 is the book's a^i
+    "（论文把书中的 $\\alpha_{i,j}$ 和 $\\Theta$ 写作 $e_{ij}$ 和 $W$。）",           # the paper's symbols, said once
+    'The paper says "$PE_{pos}$ is the encoding" of a position.',                   # a quotation
+    "The output is $[\\overrightarrow{h}^t; \\overleftarrow{h}^t]$, the two hidden states.",
+])
+def test_restating_quoting_and_decorating_the_books_symbols_is_not_a_finding(tmp_path, text):
+    assert _notebook(tmp_path, "ps10_rnn", text) == []
+
+
+def test_a_concrete_index_does_not_hide_a_new_meaning(tmp_path):
+    findings = _notebook(tmp_path, "ps11_graphs", "Column $e$ is the edge from `edge_index[0, e]`.")
+    assert findings and any("e other than" in f.rule for f in findings), findings
