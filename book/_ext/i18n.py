@@ -62,6 +62,26 @@ def build(builder: str, outdir: Path, doctrees: Path, language: str | None = Non
     return int(result)
 
 
+def executed_from_cache(build_root: Path) -> Path:
+    """The executed notebook of every chapter, as the execution cache holds it for the chapter's current
+    code, written under build_root/.figures-src/book/ (MyST-NB's own copies in jupyter_execute drop the
+    outputs' metadata, where the figures are kept, whenever a page is re-read from the cache)."""
+    import nbformat
+    from jupyter_cache import get_cache
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    cache, out = get_cache(build_root / ".jupyter_cache"), build_root / ".figures-src"
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "book").mkdir(parents=True)
+    for page in sorted((ROOT / "book").glob("*.md")):
+        try:  # the cached outputs merged into the whole page (the cache keeps the code cells only)
+            _, nb = cache.merge_match_into_notebook(read_myst_markdown_notebook(page.read_text(encoding="utf-8")))
+        except KeyError:  # a page without code, or not executed yet
+            continue
+        nbformat.write(nb, out / "book" / f"{page.stem}.ipynb")
+    return out
+
+
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else "zh"
     if what == "pot":
@@ -72,7 +92,7 @@ def main(argv: list[str]) -> int:
     if what == "figures":  # after make book: the figures' texts into figures.po, new ones untranslated
         from attn_book.figures import language
 
-        todo = language.update_catalogue(ROOT / "_build" / "jupyter_execute")
+        todo = language.update_catalogue(executed_from_cache(ROOT / "_build"))
         where = language.CATALOGUE.relative_to(ROOT)
         print(f"{where}: {len(todo)} figure texts to translate" + "".join(f"\n  {m!r}" for m in todo))
         return 0

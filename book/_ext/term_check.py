@@ -5,7 +5,7 @@
 
 ``book/glossary.md``'s "Term base" table gives each English term its one Chinese term and the variants
 not used (:func:`term_base`).  In every msgstr of ``locales/zh_CN/LC_MESSAGES/book/*.po`` (but the
-glossary's own, which quotes the notes' forms) and ``locales/zh_CN/LC_MESSAGES/exercises/*.po``, outside
+glossary's own, which quotes the notes' forms), ``exercises/*.po`` and the figures' ``figures.po``, outside
 inline code, math, roles, link targets and HTML, the check finds:
 
 * a **variant** of the table (小块, 空洞率, 习题, …);
@@ -155,7 +155,7 @@ def _rel(path: Path) -> str:
 
 def default_files() -> list[Path]:
     return ([p for p in sorted((LOCALE / "book").glob("*.po")) if p.name not in NOT_CHECKED]
-            + sorted((LOCALE / "exercises").glob("*.po")))
+            + sorted((LOCALE / "exercises").glob("*.po")) + [LOCALE / "figures.po"])
 
 
 def problems(paths) -> list[Finding]:
