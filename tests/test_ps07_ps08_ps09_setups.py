@@ -43,3 +43,9 @@ def test_ps08_masked_softmax_is_attn_refs_with_empty_rows_and_large_scores():
 @pytest.mark.parametrize("kappa", [1, 3, 5])
 def test_ps09_kernel_offsets_are_attn_refs(kappa):
     np.testing.assert_array_equal(_setup("ps09_cnn")["kernel_offsets"](kappa), kernel_offsets(kappa))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_ps06_softmax_is_attn_refs_on_a_batch_of_heads(scale):
+    scores = scale * np.random.default_rng(2).standard_normal((3, 5, 5))  # (H, n, n)
+    np.testing.assert_allclose(_setup("ps06_multi_head")["softmax"](scores), softmax(scores), rtol=1e-12, atol=1e-15)

@@ -17,7 +17,7 @@ from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
 from . import _stability
-from ._shared import edited, qkv_weights
+from ._shared import GIVEN_SOFTMAX, edited, qkv_weights
 
 ASSIGNMENT = "ps05_matrix_form"
 EXAMPLE = '''# The running example of the book (chapters "Self-attention step by step" and "Matrix form"):
@@ -28,14 +28,6 @@ I = np.array([[1.0, 2.0, 0.0, -1.0],
 W_q = np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])  # (d_k=2, d_in=3)
 W_k = np.array([[-1.0, 1.0, -1.0], [1.0, 0.0, 0.0]])  # (d_k=2, d_in=3)
 W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
-'''
-#: The softmax the setup cell gives (issue 29: problem set 3 had the student write it; here it is a tool).
-GIVEN_SOFTMAX = '''
-
-def softmax(x, axis=-1):
-    """The stable softmax of problem set 3, given: exp(x - max) / sum along axis (each slice sums to 1)."""
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
 '''
 #: The notebook's setup cell: the imports, the running example (same numbers as attn_ref.examples), a softmax.
 SETUP = "import numpy as np\n\n" + EXAMPLE + GIVEN_SOFTMAX

@@ -20,11 +20,11 @@ from attn_ref.multihead import merge_heads, multi_head_attention, split_heads
 
 from ..checking.core import Mistake, Task
 from . import _stability
-from ._shared import edited
+from ._shared import GIVEN_SOFTMAX, edited
 
 ASSIGNMENT = "ps06_multi_head"
 #: The notebook's setup cell.
-SETUP = "import numpy as np"
+SETUP = "import numpy as np\n" + GIVEN_SOFTMAX
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
 #: ``shifted_by_min`` (tests/test_stability_cases.py).
 NORMALISING = ("multi_head_attention",)
