@@ -97,6 +97,8 @@ SECTIONS: dict[str, dict[str, tuple[str, str]]] = {
         "online_softmax": ("efficient", "The online softmax, step by step"),
         "online_step": ("efficient", "The online softmax, step by step"),
         "blocked_attention": ("efficient", "From one row to attention: blocked attention"),
+        "causal_linear_attention": ("efficient", "Two ways out that change the outputs"),
+        "hbm_bytes": ("efficient", "Why tiles are faster: the IO argument"),
     },
 }
 
