@@ -53,7 +53,7 @@ assert np.allclose(softmax(np.array([1e4, 1e4 - np.log(3.0), -1e4])), [0.75, 0.2
 '''
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
 #: ``shifted_by_min`` (tests/test_stability_cases.py).
-NORMALISING = ("output_for_query",)
+NORMALISING = ("output_for_query", "permuted_outputs")
 
 
 # --- task 1: the raw scores alpha_{i,1..n} ------------------------------------------------------
@@ -194,6 +194,11 @@ def _cases_permuted(rng):
         if n > 2 and (np.array_equal(np.argsort(perm), perm) or np.array_equal(perm, np.arange(n))):
             perm = np.roll(np.arange(n), 1)  # not its own inverse (nor the identity): every mistake shows
         cases.append((rng.standard_normal((d_in, n)), perm, *qkv_weights(rng, d_in, d_k, d_v)))
+    # large scores (the lecture's unscaled q^i . k^j): every score near +1000, then near +1000 and -1000,
+    # then queries whose scores are all near -1000 (every exp underflows to 0) beside queries near +1000
+    for n, wide, rows_signed in [(5, False, False), (6, True, False), (5, False, True)]:
+        x, W_q, W_k, W_v = _stability.projections(rng, n, 3, 4, 2, wide=wide, scale=1.0, rows_signed=rows_signed)
+        cases.append((x.T, np.roll(rng.permutation(n), 1), W_q, W_k, W_v))
     return cases
 
 
@@ -220,6 +225,10 @@ PERMUTED_MISTAKES = (
     Mistake("scaled_by_sqrt_dk", "the scores were divided by √d_k; this task uses the lecture's plain dot "
             "product αᵢⱼ = qⁱ · kʲ, as in task 2",
             edited(_PERMUTED, ("alpha = K.T @ Q", "alpha = K.T @ Q / np.sqrt(W_q.shape[0])"))),
+    Mistake("not_stabilised", _stability.not_stabilised("each query's"),
+            edited(_PERMUTED, ("e = np.exp(alpha - alpha.max(axis=0, keepdims=True))", "e = np.exp(alpha)"))),
+    Mistake("shifted_by_min", _stability.shifted_by_min("each query's"),
+            edited(_PERMUTED, ("alpha.max(axis=0, keepdims=True)", "alpha.min(axis=0, keepdims=True)"))),
     Mistake("softmax_over_queries", "the softmax normalised each key's scores over the queries (the wrong axis "
             "of the n × n scores); each query's weights α′ᵢ,· over the keys j must sum to 1",
             edited(_PERMUTED, ("alpha.max(axis=0, keepdims=True)", "alpha.max(axis=1, keepdims=True)"),
