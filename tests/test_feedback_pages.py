@@ -102,7 +102,8 @@ def test_colours_are_darkened_only_as_far_as_needed():
 # ------------------------------------------------------------------------------------------ what to do next
 
 def _result(**kw) -> Result:
-    base = dict(student="s", assignment="ps04_step_by_step", tasks=["attention_scores_for_query_test", "output_for_query_test"],
+    base = dict(student="s", assignment="ps04_step_by_step",
+                tasks=["attention_scores_for_query_test", "output_for_query_test"],
                 max={"attention_scores_for_query_test": 3.0, "output_for_query_test": 3.0},
                 scores={"attention_scores_for_query_test": 0.0, "output_for_query_test": 3.0}, total=3.0,
                 max_total=6.0)

@@ -333,7 +333,8 @@ def test_recheck_inputs_change_with_the_submission():
 
     task = get_task("ps04_step_by_step", "output_for_query")
     secret = b"0" * 64
-    leaking = {"output_for_query_answer": "def output_for_query(a, i, W_q, W_k, W_v):\n    raise RuntimeError(repr(a))\n"}
+    leaking = {"output_for_query_answer": "def output_for_query(a, i, W_q, W_k, W_v):\n"
+                                          "    raise RuntimeError(repr(a))\n"}
     table = {"output_for_query_answer": "TABLE = {}\ndef output_for_query(a, i, W_q, W_k, W_v):\n"
                                         "    return TABLE[a.tobytes()]\n"}
 

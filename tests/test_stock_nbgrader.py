@@ -43,7 +43,8 @@ def course(tmp_path_factory):
     rel = nbformat.read(os.path.join(REPO, "exercises", A, A + ".ipynb"), as_version=4)
     task = tasks_of(A)[2]
     edited = with_answers(rel, answers_of(src))
-    test_cell = next(c for c in edited.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "permuted_outputs_test")
+    test_cell = next(c for c in edited.cells
+                     if c.metadata.get("nbgrader", {}).get("grade_id") == "permuted_outputs_test")
     test_cell.source = "pass  # the test, deleted by the student"
     subs = {"ann": with_answers(rel, answers_of(src)), "ben": rel,
             "cy": with_answers(rel, {**answers_of(src), f"{task.func_name}_answer": task.mistakes[0].source}),

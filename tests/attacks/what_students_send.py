@@ -96,7 +96,8 @@ def what_students_send(honest, after) -> dict:
     # array named 1,000 times per task (was: re-read each time, a 2.8 GB grader).
     attacks["d02_deep_index"] = (after("attention_scores_for_query_answer", AT_EXIT.format(body=DEEP_INDEX)),
                                  {"score": 0, "flagged": True})
-    attacks["d03_one_array_many_times"] = (after("attention_scores_for_query_answer", AT_EXIT.format(body=ONE_ARRAY_MANY_TIMES)),
+    attacks["d03_one_array_many_times"] = (after("attention_scores_for_query_answer",
+                                                 AT_EXIT.format(body=ONE_ARRAY_MANY_TIMES)),
                                            {"score": 0, "flagged": True})
     # The grader's environment (a secret the test sets, make's MAKEFLAGS) is not in the sandbox: bwrap, the
     # sandbox's pid 1, starts with a minimal one.  Flagged: "tried: open /proc/1/environ".
