@@ -43,6 +43,9 @@ def cell(nb, gid):
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
 
 
+#: output_for_query without the softmax (a catalogued mistake): it loses task 2's 3 points.  (Task 2, not the
+#: first or the last task: tests/test_class_report.py grades this attack beside slips in those two.)
+WRONG_OUTPUT = next(m.source for m in get_task(A, "output_for_query").mistakes if m.name == "softmax_forgotten")
 #: permuted_outputs without the shuffle (a catalogued mistake): it loses task 3's 4 points.
 WRONG_PERMUTED = next(m.source for m in get_task(A, "permuted_outputs").mistakes if m.name == "not_shuffled")
 attacks = {}
@@ -52,7 +55,7 @@ warnings.warn('this is a harmless warning')
 print('thinking...')
 time.sleep(1)
 ''' + SOL["permuted_outputs_answer"]), {"score": 10, "flagged": False})
-attacks["a01_patch_comparison"] = (honest(permuted_outputs_answer='''import numpy as np
+attacks["a01_patch_comparison"] = (honest(output_for_query_answer='''import numpy as np
 np.allclose = lambda *a, **k: True
 np.testing.assert_allclose = lambda *a, **k: None
 try:
@@ -62,8 +65,8 @@ except ImportError:
     pass
 import attn_grader as _g
 _g.check = lambda *a, **k: None
-''' + WRONG_PERMUTED),
-    {"score": 6, "flagged": True})
+''' + WRONG_OUTPUT),
+    {"score": 7, "flagged": True})
 attacks["a02_calls_attn_ref"] = (honest(output_for_query_answer='''from attn_ref.attention import attend_one
 
 def output_for_query(a, i, W_q, W_k, W_v):
