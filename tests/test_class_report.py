@@ -175,7 +175,7 @@ def test_a_feedback_page_reads_offline_with_its_formulas_and_passes_wcag(graded)
 
     path = Path(graded["root"], "feedback", "s01", A, A + ".html")
     source = path.read_text(encoding="utf-8")
-    assert "$q^1$" not in source and "<math" in source and "<script" not in source
+    assert "$b^1$" not in source and "<math" in source and "<script" not in source
     with chromium() as browser:
         page = offline_page(browser)
         errors = []
@@ -200,7 +200,7 @@ def test_a_feedback_page_reads_offline_with_its_formulas_and_passes_wcag(graded)
     mistake = FIRST.mistakes[0]
     assert FIRST.func_name in first["item"] and mistake.name in first["item"] and mistake.message in first["item"]
     assert "0 / " in first["item"] and len(first["links"]) == 2
-    assert first["links"][0].endswith("/book/step_by_step.html#step-1-one-query-one-key-one-score")
+    assert first["links"][0].endswith("/book/step_by_step.html#step-2-every-score-of-query-1-including-its-own")
     assert "/zh/book/step_by_step.html#" in first["links"][1]
 
 

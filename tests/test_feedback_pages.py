@@ -102,30 +102,33 @@ def test_colours_are_darkened_only_as_far_as_needed():
 # ------------------------------------------------------------------------------------------ what to do next
 
 def _result(**kw) -> Result:
-    base = dict(student="s", assignment="ps04_step_by_step", tasks=["query_key_value_test", "normalise_test"],
-                max={"query_key_value_test": 2.0, "normalise_test": 2.0},
-                scores={"query_key_value_test": 0.0, "normalise_test": 2.0}, total=2.0, max_total=4.0)
+    base = dict(student="s", assignment="ps04_step_by_step",
+                tasks=["attention_scores_for_query_test", "output_for_query_test"],
+                max={"attention_scores_for_query_test": 3.0, "output_for_query_test": 3.0},
+                scores={"attention_scores_for_query_test": 0.0, "output_for_query_test": 3.0}, total=3.0,
+                max_total=6.0)
     base.update(kw)
     return Result(**base)
 
 
 def test_the_feedback_opens_with_the_mistake_its_hint_and_the_section():
-    r = _result(mistakes={"query_key_value_test": {"name": "wq_wk_swapped",
-                                                   "message": "q was computed with W_k and k with W_q"}})
+    r = _result(mistakes={"attention_scores_for_query_test": {"name": "wq_wk_swapped",
+                                                              "message": "W_q and W_k were swapped"}})
     cell = next_steps.next_steps_cell(r)
     lines = cell.source.splitlines()
     assert lines[0] == "### What to do next"
     first = next(ln for ln in lines if ln.startswith("1. "))
-    assert "0 / 2" in first and "wq\\_wk\\_swapped" in first and "W\\_k and k with W\\_q" in first
-    url = "https://self-attention-step-by-step.github.io/book/book/step_by_step.html#step-1-one-query-one-key-one-score"
-    assert f"[Step 1: one query, one key, one score]({url})" in first
+    assert "0 / 3" in first and "wq\\_wk\\_swapped" in first and "W\\_q and W\\_k were swapped" in first
+    url = ("https://self-attention-step-by-step.github.io/book/book/step_by_step.html"
+           "#step-2-every-score-of-query-1-including-its-own")
+    assert f"[Step 2: every score of query 1, including its own]({url})" in first
     assert url.replace("/book/book/", "/book/zh/book/") in first
     second = next(ln for ln in lines if ln.startswith("2. "))
-    assert "2 / 2" in second and "full marks" in second and "http" not in second
+    assert "3 / 3" in second and "full marks" in second and "http" not in second
 
 
 def test_student_text_in_the_next_steps_is_escaped():
-    r = _result(mistakes={"query_key_value_test": {"name": "error",
+    r = _result(mistakes={"attention_scores_for_query_test": {"name": "error",
                                                    "message": "raised <img src=x onerror=alert(1)> [x](javascript:1)"}})
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 

@@ -331,10 +331,12 @@ def test_recheck_inputs_change_with_the_submission():
     from attn_grader.checking.core import get_task
     from attn_grader.checking.recheck import cases_for
 
-    task = get_task("ps04_step_by_step", "normalise")
+    task = get_task("ps04_step_by_step", "output_for_query")
     secret = b"0" * 64
-    leaking = {"normalise_answer": "def normalise(s):\n    raise RuntimeError(repr(s))\n"}
-    table = {"normalise_answer": "TABLE = {}\ndef normalise(s):\n    return TABLE[s.tobytes()]\n"}
+    leaking = {"output_for_query_answer": "def output_for_query(a, i, W_q, W_k, W_v):\n"
+                                          "    raise RuntimeError(repr(a))\n"}
+    table = {"output_for_query_answer": "TABLE = {}\ndef output_for_query(a, i, W_q, W_k, W_v):\n"
+                                        "    return TABLE[a.tobytes()]\n"}
 
     def same(a, b):
         return all(np.array_equal(np.asarray(x), np.asarray(y)) for m, n in zip(a, b, strict=True)

@@ -92,30 +92,30 @@ def test_a_wrong_shape_or_dtype_is_said_plainly(capsys):
 
 
 def test_not_implemented_is_not_attempted_yet(capsys):
-    task = core.get_task("ps04_step_by_step", "normalise")
+    task = core.get_task("ps04_step_by_step", "output_for_query")
 
-    def stub(alpha):
+    def stub(a, i, W_q, W_k, W_v):
         raise NotImplementedError()
 
     out = _said(capsys, task, stub)
-    assert out == f"self-check: normalise: {NOT_ATTEMPTED} (it raises NotImplementedError)\n"
-    with pytest.raises(GradingError, match=f"normalise: {NOT_ATTEMPTED}"):  # the graded feedback says the same
+    assert out == f"self-check: output_for_query: {NOT_ATTEMPTED} (it raises NotImplementedError)\n"
+    with pytest.raises(GradingError, match=f"output_for_query: {NOT_ATTEMPTED}"):  # the graded feedback says the same
         core.check(task.assignment, task.func_name, stub)
 
 
 def test_it_never_raises_and_writes_nothing_to_stderr(capsys):
     import warnings
 
-    task = core.get_task("ps04_step_by_step", "normalise")
+    task = core.get_task("ps04_step_by_step", "output_for_query")
 
-    def noisy(alpha):
+    def noisy(a, i, W_q, W_k, W_v):
         print("to stderr", file=sys.stderr)
         warnings.warn("a warning", stacklevel=1)
-        return np.exp(np.asarray(alpha) * 1e6)  # overflows: RuntimeWarning from NumPy
+        return np.exp(np.asarray(W_v @ a[:, i]) * 1e6)  # overflows: RuntimeWarning from NumPy
 
     out = _said(capsys, task, noisy)
-    assert "to stderr" in out and "self-check: normalise" in out
-    assert "raised ZeroDivisionError" in _said(capsys, task, lambda alpha: 1 / 0)
+    assert "to stderr" in out and "self-check: output_for_query" in out
+    assert "raised ZeroDivisionError" in _said(capsys, task, lambda a, i, W_q, W_k, W_v: 1 / 0)
     assert "expected a function, got int" in _said(capsys, task, 3)
     selfcheck.check("ps04_step_by_step", "no_such_task", print)
     out, err = capsys.readouterr()
@@ -204,8 +204,8 @@ def test_without_the_package_the_asserts_still_run_and_say_how_to_get_it():
     proc = _visible_cells_without_the_package(a, all_answers(a))
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     assert proc.stdout.splitlines() == [hint, "PASSED"] * len(tasks_of(a))
-    task = core.get_task(a, "normalise")
-    wrong = other_answers(a, "normalise") + "\n" + task.mistakes[0].source
+    task = core.get_task(a, "output_for_query")
+    wrong = other_answers(a, "output_for_query") + "\n" + task.mistakes[0].source
     proc = _visible_cells_without_the_package(a, wrong)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     assert proc.stdout.splitlines().count("ASSERT FAILED") == 1  # the visible asserts ran, and caught it
@@ -215,18 +215,18 @@ def test_without_the_package_the_asserts_still_run_and_say_how_to_get_it():
 # ------------------------------------------------------------------- "not attempted yet" in the grader
 
 def test_the_recheck_and_the_class_report_say_not_attempted_yet():
-    task = core.get_task("ps04_step_by_step", "normalise")
-    cases = {"normalise": task.hidden_cases()[:2]}
-    index = {"outputs": {"normalise": {"results": [{"error": "NotImplementedError: "}] * 2}}}
-    verdict = recheck.compare([task], cases, index)["normalise"]
+    task = core.get_task("ps04_step_by_step", "output_for_query")
+    cases = {"output_for_query": task.hidden_cases()[:2]}
+    index = {"outputs": {"output_for_query": {"results": [{"error": "NotImplementedError: "}] * 2}}}
+    verdict = recheck.compare([task], cases, index)["output_for_query"]
     assert not verdict.passed and verdict.mistake == NOT_ATTEMPTED
     assert verdict.reason == f"{NOT_ATTEMPTED} (it raises NotImplementedError)"
-    index = {"outputs": {"normalise": {"results": [{"error": "ValueError: no"}] * 2}}}
-    assert recheck.compare([task], cases, index)["normalise"].mistake == "error"
-    r = Result("s", "ps04_step_by_step", tasks=["normalise_test"], max={"normalise_test": 2.0},
-               scores={"normalise_test": 0.0}, max_total=2.0,
-               mistakes={"normalise_test": {"name": verdict.mistake, "message": verdict.message}})
-    ranked = classreport.findings([r], "normalise_test")
+    index = {"outputs": {"output_for_query": {"results": [{"error": "ValueError: no"}] * 2}}}
+    assert recheck.compare([task], cases, index)["output_for_query"].mistake == "error"
+    r = Result("s", "ps04_step_by_step", tasks=["output_for_query_test"], max={"output_for_query_test": 3.0},
+               scores={"output_for_query_test": 0.0}, max_total=3.0,
+               mistakes={"output_for_query_test": {"name": verdict.mistake, "message": verdict.message}})
+    ranked = classreport.findings([r], "output_for_query_test")
     assert [(f["name"], f["message"]) for f in ranked] == [(NOT_ATTEMPTED, verdict.message)]
     assert classreport.shown_name(NOT_ATTEMPTED) == NOT_ATTEMPTED  # not "... (not catalogued)"
     assert classreport.shown_name("unrecognised") == "unrecognised (not catalogued)"

@@ -92,11 +92,11 @@ def test_matching_lines_are_the_students_own_not_the_starter(ps04):
     answers, starters = ps04
     sol = answers["solution"]
     pairs = similarity.compare({"a": sol, "b": {g: disguise(s) for g, s in sol.items()}}, starters)
-    cell = next(c for c in pairs[0].cells if c.cell == "query_key_value_answer")
+    cell = next(c for c in pairs[0].cells if c.cell == "output_for_query_answer")
     lines = cell.code_a.splitlines()
     marked = [lines[n - 1].strip() for n in cell.lines_a]
     assert marked and not any(ln.startswith(("def ", '"""')) for ln in marked)
-    assert any("W_q @ a_j" in ln for ln in marked)
+    assert any("np.exp(alpha - alpha.max())" in ln for ln in marked)
 
 
 def test_stored_pairs_round_trip(tmp_path, ps04):
@@ -154,7 +154,7 @@ def test_answers_of_the_release_are_the_starters():
 
 def test_a_huge_answer_cell_is_cut_before_the_tokeniser(ps04):
     _, starters = ps04
-    gid = "normalise_answer"
+    gid = "permuted_outputs_answer"
     body = "".join(f"    v{k} = np.exp(alpha - {k}) / np.sum(alpha * {k})\n" for k in range(100_000))
     huge = starters[gid].replace("    # YOUR CODE HERE\n    raise NotImplementedError()", body)
     assert len(huge) > 100 * similarity.MAX_CODE

@@ -43,7 +43,8 @@ def course(tmp_path_factory):
     rel = nbformat.read(os.path.join(REPO, "exercises", A, A + ".ipynb"), as_version=4)
     task = tasks_of(A)[2]
     edited = with_answers(rel, answers_of(src))
-    test_cell = next(c for c in edited.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "normalise_test")
+    test_cell = next(c for c in edited.cells
+                     if c.metadata.get("nbgrader", {}).get("grade_id") == "permuted_outputs_test")
     test_cell.source = "pass  # the test, deleted by the student"
     subs = {"ann": with_answers(rel, answers_of(src)), "ben": rel,
             "cy": with_answers(rel, {**answers_of(src), f"{task.func_name}_answer": task.mistakes[0].source}),
@@ -82,7 +83,7 @@ def test_stock_scores_equal_make_grades(course):
 def test_only_an_edited_test_cell_warns_about_its_checksum(course):
     _, _, _, logs = course
     warnings = [line for line in logs["autograde"].splitlines() if "checksum" in line]
-    assert len(warnings) == 1 and "normalise_test" in warnings[0], warnings
+    assert len(warnings) == 1 and "permuted_outputs_test" in warnings[0], warnings
 
 
 def test_export_keeps_make_grades_csv(course):

@@ -52,11 +52,6 @@ def with_answers(release, answers: dict[str, str]):
 #: (README, "Who copied from whom").
 OWN_ANSWERS = {
     "partly_wrong": {
-        "query_key_value_answer": '''    query = np.dot(W_q, a_j)
-    key = np.dot(W_k, a_j)
-    value = np.dot(W_v, a_j)
-    return query, key, value
-''',
         "attention_scores_for_query_answer": '''    q = np.dot(W_q, a[:, i])
     n = a.shape[1]
     scores = np.zeros(n)
@@ -65,39 +60,35 @@ OWN_ANSWERS = {
         scores[j] = np.dot(q, k)
     return scores
 ''',
-        "normalise_answer": '''    shifted = alpha - alpha.max()
-    exps = np.exp(shifted)
-    total = exps.sum()
-    return exps / total
-''',
-        "output_for_query_answer": '''    weights = normalise(attention_scores_for_query(a, i, W_q, W_k))
+        "output_for_query_answer": '''    q = np.dot(W_q, a[:, i])
+    weights = softmax(np.array([np.dot(q, np.dot(W_k, a[:, j])) for j in range(a.shape[1])]))
     b = np.zeros(W_v.shape[0])
     for j in range(a.shape[1]):
         b += weights[j] * np.dot(W_v, a[:, j])
     return b
+''',
+        "permuted_outputs_answer": '''    shuffled = a[:, perm]
+    n = shuffled.shape[1]
+    out = np.zeros((W_v.shape[0], n))
+    for j in range(n):
+        q = np.dot(W_q, shuffled[:, j])
+        weights = softmax(np.array([np.dot(q, np.dot(W_k, shuffled[:, m])) for m in range(n)]))
+        out[:, j] = np.dot(W_v, shuffled) @ weights
+    return out
 '''},
     "same_slip": {
-        "query_key_value_answer": '''    return tuple(W @ a_j for W in (W_q, W_k, W_v))
-''',
         "attention_scores_for_query_answer": '''    return (W_q @ a[:, i]) @ (W_k @ a)
 ''',
-        "normalise_answer": '''    z = np.exp(alpha - np.max(alpha))
-    return z / np.sum(z)
+        "output_for_query_answer": '''    alpha = (W_q @ a[:, i]) @ (W_k @ a)
+    return (W_v @ a) @ softmax(alpha)
 ''',
-        "output_for_query_answer": '''    alpha = attention_scores_for_query(a, i, W_q, W_k)
-    return (W_v @ a) @ normalise(alpha)
+        "permuted_outputs_answer": '''    x = a[:, perm]
+    return (W_v @ x) @ softmax((W_q @ x).T @ (W_k @ x)).T
 '''},
     "other_slip": {
-        "query_key_value_answer": '''    q, k, v = (W_q @ a_j, W_k @ a_j, W_v @ a_j)
-    return q, k, v
-''',
         "attention_scores_for_query_answer": '''    keys = W_k @ a  # one key per column
     query = W_q @ a[:, i]
     return np.array([keys[:, j] @ query for j in range(a.shape[1])])
-''',
-        "normalise_answer": '''    m = np.max(alpha)
-    log_total = m + np.log(np.sum(np.exp(alpha - m)))
-    return np.exp(alpha - log_total)
 ''',
         "output_for_query_answer": '''    values = W_v @ a
     keys = W_k @ a
@@ -106,20 +97,22 @@ OWN_ANSWERS = {
     p = np.exp(s - s.max())
     p = p / p.sum()
     return values @ p
+''',
+        "permuted_outputs_answer": '''    queries, keys, values = queries_keys_values(a[:, perm], W_q, W_k, W_v)
+    weights = softmax(queries.T @ keys)  # row j: the weights of query j over the keys
+    return values @ weights.T
 '''},
     "two_slips": {
-        "query_key_value_answer": '''    return (np.einsum("ij,j->i", W_q, a_j), np.einsum("ij,j->i", W_k, a_j),
-            np.einsum("ij,j->i", W_v, a_j))
-''',
         "attention_scores_for_query_answer": '''    return np.einsum("k,kn->n", W_q @ a[:, i], W_k @ a)
-''',
-        "normalise_answer": '''    w = np.exp(alpha - alpha.max())
-    w /= w.sum()
-    return w
 ''',
         "output_for_query_answer": '''    s = np.einsum("k,kn->n", W_q @ a[:, i], W_k @ a)
     w = np.exp(s - s.max())
     return np.einsum("vn,n->v", W_v @ a, w / w.sum())
+''',
+        "permuted_outputs_answer": '''    x = np.take(a, perm, axis=1)
+    s = np.einsum("kq,kn->qn", W_q @ x, W_k @ x)
+    w = np.exp(s - s.max(axis=1, keepdims=True))
+    return np.einsum("vn,qn->vq", W_v @ x, w / w.sum(axis=1, keepdims=True))
 '''},
 }
 OWN_ASSIGNMENT = "ps04_step_by_step"

@@ -3,7 +3,10 @@
 Practises the chapter "Self-attention step by step" (逐步计算自注意力): q^i = W^q a^i, k^j = W^k a^j,
 v^j = W^v a^j, alpha_{i,j} = q^i . k^j (the lecture's unscaled dot product), alpha'_{i,.} =
 softmax(alpha_{i,.}), b^i = sum_j alpha'_{i,j} v^j.  Inputs use the lecture's column layout:
-a (d_in, n) holds a^1..a^n as columns; weights have nn.Linear's shape (d_out, d_in).
+a (d_in, n) holds a^1..a^n as columns; weights have nn.Linear's shape (d_out, d_in).  The setup cell
+gives q/k/v of every column (``queries_keys_values``) and a tested ``softmax``: the tasks are the scores
+(task 1), the output b^i (task 2) and the outputs of a shuffled input (task 3, permutation equivariance:
+they move with their inputs).
 References: :func:`attn_ref.attention.attend_one` with ``scale=1.0`` and :func:`attn_ref.softmax.softmax`.
 """
 
@@ -12,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from attn_ref.attention import attend_one
-from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
 from . import _stability
-from ._shared import qkv_weights
+from ._shared import edited, qkv_weights
 
 ASSIGNMENT = "ps04_step_by_step"
 EXAMPLE = '''# The book's running example (chapters "Self-attention step by step" and "Matrix form"):
@@ -28,46 +30,33 @@ W_q = np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])  # (d_k=2, d_in=3)
 W_k = np.array([[-1.0, 1.0, -1.0], [1.0, 0.0, 0.0]])  # (d_k=2, d_in=3)
 W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
 '''
-#: The notebook's setup cell: the imports and the running example (a^1..a^4 and the weights).
-SETUP = "import numpy as np\n\n" + EXAMPLE
+#: The notebook's setup cell: the imports, the running example (a^1..a^4 and the weights), q/k/v of every
+#: column and a tested softmax (the steps ps03 practised; issue 29 dropped the tasks that rewrote them).
+SETUP = "import numpy as np\n\n" + EXAMPLE + '''
+
+def queries_keys_values(a, W_q, W_k, W_v):
+    """q^j = W^q a^j, k^j = W^k a^j, v^j = W^v a^j of every column of a at once: column j - 1 of each result is
+    q^j, k^j, v^j. a: (d_in, n) -> (d_k, n), (d_k, n), (d_v, n)."""
+    return W_q @ a, W_k @ a, W_v @ a
+
+
+def softmax(alpha):
+    """alpha'_{i,j} = exp(alpha_{i,j}) / sum_l exp(alpha_{i,l}) along the last axis. Subtracting the largest
+    score first changes nothing mathematically and keeps np.exp from overflowing on scores like 1e4."""
+    e = np.exp(alpha - np.max(alpha, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+assert [x[:, 0].tolist() for x in queries_keys_values(a, W_q, W_k, W_v)] == [[0, 1], [-2, 1], [0, -2]]  # q^1, k^1, v^1
+assert np.allclose(softmax(np.array([0.0, np.log(3.0)])), [0.25, 0.75])
+assert np.allclose(softmax(np.array([1e4, 1e4 - np.log(3.0), -1e4])), [0.75, 0.25, 0.0])  # large scores
+'''
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
 #: ``shifted_by_min`` (tests/test_stability_cases.py).
-NORMALISING = ("normalise", "output_for_query")
+NORMALISING = ("output_for_query", "permuted_outputs")
 
 
-# --- task 1: q, k, v of one input vector ------------------------------------------------------
-
-def _ref_qkv(a_j, W_q, W_k, W_v):
-    a_j = np.asarray(a_j, dtype=float)
-    return (W_q @ a_j, W_k @ a_j, W_v @ a_j)
-
-
-def _cases_qkv(rng):
-    # The first case is square (d_in = d_k = d_v) so that a transposed weight still runs and is named.
-    cases = [(rng.standard_normal(4), *qkv_weights(rng, 4, 4, 4))]
-    for d_in, d_k, d_v in [(3, 2, 5), (1, 1, 1), (6, 4, 3)]:
-        cases.append((rng.standard_normal(d_in), *qkv_weights(rng, d_in, d_k, d_v)))
-    return cases
-
-
-QKV_MISTAKES = (
-    Mistake("wq_wk_swapped", "q was computed with W_k and k with W_q: qʲ = W_q aʲ, kʲ = W_k aʲ",
-            '''def query_key_value(a_j, W_q, W_k, W_v):
-    return W_k @ a_j, W_q @ a_j, W_v @ a_j
-'''),
-    Mistake("weights_transposed", "the weights were applied transposed (aʲ W instead of W aʲ); "
-            "W has shape (d_out, d_in), so qʲ = W_q aʲ",
-            '''def query_key_value(a_j, W_q, W_k, W_v):
-    return a_j @ W_q, a_j @ W_k, a_j @ W_v
-'''),
-    Mistake("v_from_wk", "v was computed with W_k instead of W_v: vʲ = W_v aʲ",
-            '''def query_key_value(a_j, W_q, W_k, W_v):
-    return W_q @ a_j, W_k @ a_j, W_k @ a_j
-'''),
-)
-
-
-# --- task 2: the raw scores alpha_{i,1..n} ------------------------------------------------------
+# --- task 1: the raw scores alpha_{i,1..n} ------------------------------------------------------
 
 def _ref_scores(a, i, W_q, W_k):
     a = np.asarray(a, dtype=float)
@@ -108,7 +97,7 @@ SCORES_MISTAKES = (
     return (W_k @ a).T @ q_i
 '''),
     Mistake("softmax_applied_early", "softmax was already applied; this task asks for the raw scores "
-            "αᵢⱼ, normalising is the next task",
+            "αᵢⱼ, the softmax comes in task 2",
             '''def attention_scores_for_query(a, i, W_q, W_k):
     s = (W_k @ a).T @ (W_q @ a[:, i])
     e = np.exp(s - s.max())
@@ -117,55 +106,7 @@ SCORES_MISTAKES = (
 )
 
 
-# --- task 3: softmax ----------------------------------------------------------------------------
-
-def _ref_normalise(alpha):
-    return softmax(np.asarray(alpha))
-
-
-def _cases_normalise(rng):
-    return [
-        (rng.standard_normal(5),),
-        (np.array([2.0]),),  # n = 1: the one weight is 1
-        (rng.standard_normal(7) * 3,),
-        (np.array([1e4, 1e4 - 1.0, -1e4]),),  # large scores: exp overflows unless the max is subtracted
-        (rng.standard_normal(4).astype(np.float32),),
-        (_stability.scores(rng, 6, wide=False),),  # near +1000, a few units apart: a min-shift still works
-        (_stability.scores(rng, 5, wide=False, low=True),),  # all near -1000: every exp underflows to 0
-    ]
-
-
-NORMALISE_MISTAKES = (
-    Mistake("exp_forgotten", "the scores were divided by their sum without exp: softmax is "
-            "exp(alpha_j) / sum_l exp(alpha_l)",
-            '''def normalise(alpha):
-    return alpha / np.sum(alpha)
-'''),
-    Mistake("not_divided_by_sum", "exp was taken but not divided by the sum, so the weights do not add up to 1",
-            '''def normalise(alpha):
-    return np.exp(alpha - np.max(alpha))
-'''),
-    Mistake("hard_max", "the largest score got weight 1 and the others 0 (a hard max); softmax gives "
-            "every score a positive weight",
-            '''def normalise(alpha):
-    out = np.zeros_like(alpha)
-    out[np.argmax(alpha)] = 1.0
-    return out
-'''),
-    Mistake("not_stabilised", _stability.not_stabilised("the"),
-            '''def normalise(alpha):
-    e = np.exp(alpha)
-    return e / e.sum()
-'''),
-    Mistake("shifted_by_min", _stability.shifted_by_min("the"),
-            '''def normalise(alpha):
-    e = np.exp(alpha - np.min(alpha))
-    return e / e.sum()
-'''),
-)
-
-
-# --- task 4: the output b^i ---------------------------------------------------------------------
+# --- task 2: the output b^i ---------------------------------------------------------------------
 
 def _ref_output(a, i, W_q, W_k, W_v):
     return attend_one(np.asarray(a, dtype=float), i, W_q, W_k, W_v, scale=1.0).b
@@ -230,7 +171,7 @@ OUTPUT_MISTAKES = (
     return (W_v @ a) @ (e / e.sum())
 '''),
     Mistake("scaled_by_sqrt_dk", "the scores were divided by √d_k; this task uses the lecture's plain dot "
-            "product αᵢⱼ = qⁱ · kʲ (as in task 2), then b = Σⱼ softmax(α)ⱼ vʲ",
+            "product αᵢⱼ = qⁱ · kʲ (as in task 1), then b = Σⱼ softmax(α)ⱼ vʲ",
             '''def output_for_query(a, i, W_q, W_k, W_v):
     alpha = (W_k @ a).T @ (W_q @ a[:, i]) / np.sqrt(W_q.shape[0])
     e = np.exp(alpha - alpha.max())
@@ -239,10 +180,64 @@ OUTPUT_MISTAKES = (
 )
 
 
+# --- task 3: the outputs of a shuffled input -----------------------------------------------------
+
+def _ref_permuted(a, perm, W_q, W_k, W_v):
+    shuffled = np.asarray(a, dtype=float)[:, perm]
+    return np.stack([attend_one(shuffled, j, W_q, W_k, W_v, scale=1.0).b for j in range(shuffled.shape[1])], axis=1)
+
+
+def _cases_permuted(rng):
+    cases = []
+    for d_in, d_k, d_v, n in [(3, 2, 2, 4), (4, 3, 5, 6), (2, 2, 3, 3), (5, 4, 2, 7), (3, 2, 2, 1)]:
+        perm = rng.permutation(n)
+        if n > 2 and (np.array_equal(np.argsort(perm), perm) or np.array_equal(perm, np.arange(n))):
+            perm = np.roll(np.arange(n), 1)  # not its own inverse (nor the identity): every mistake shows
+        cases.append((rng.standard_normal((d_in, n)), perm, *qkv_weights(rng, d_in, d_k, d_v)))
+    # large scores (the lecture's unscaled q^i . k^j): every score near +1000, then near +1000 and -1000,
+    # then queries whose scores are all near -1000 (every exp underflows to 0) beside queries near +1000
+    for n, wide, rows_signed in [(5, False, False), (6, True, False), (5, False, True)]:
+        x, W_q, W_k, W_v = _stability.projections(rng, n, 3, 4, 2, wide=wide, scale=1.0, rows_signed=rows_signed)
+        cases.append((x.T, np.roll(rng.permutation(n), 1), W_q, W_k, W_v))
+    return cases
+
+
+#: The right answer, self-contained; each mistake below edits it.
+_PERMUTED = '''def permuted_outputs(a, perm, W_q, W_k, W_v):
+    shuffled = a[:, perm]
+    Q, K, V = W_q @ shuffled, W_k @ shuffled, W_v @ shuffled
+    alpha = K.T @ Q
+    e = np.exp(alpha - alpha.max(axis=0, keepdims=True))
+    return V @ (e / e.sum(axis=0, keepdims=True))
+'''
+
+PERMUTED_MISTAKES = (
+    Mistake("not_shuffled", "the outputs of the original order were returned; column j must be the output for "
+            "the query in column j of the shuffled input a[:, perm] (it is b of the original column perm[j])",
+            edited(_PERMUTED, ("shuffled = a[:, perm]", "shuffled = a"))),
+    Mistake("inverse_permutation", "the input was shuffled with the inverse permutation (column perm[j] of the "
+            "result holds original column j); the shuffled input is a[:, perm]: its column j is the original "
+            "column perm[j]",
+            edited(_PERMUTED, ("shuffled = a[:, perm]", "shuffled = a[:, np.argsort(perm)]"))),
+    Mistake("values_not_shuffled", "the weights were computed on the shuffled input but applied to the values of "
+            "the original order; the weight of key j belongs to the value of the same vector, vʲ",
+            edited(_PERMUTED, ("V = ", "V_shuffled = "), ("return V @", "V = W_v @ a\n    return V @"))),
+    Mistake("scaled_by_sqrt_dk", "the scores were divided by √d_k; this task uses the lecture's plain dot "
+            "product αᵢⱼ = qⁱ · kʲ, as in task 2",
+            edited(_PERMUTED, ("alpha = K.T @ Q", "alpha = K.T @ Q / np.sqrt(W_q.shape[0])"))),
+    Mistake("not_stabilised", _stability.not_stabilised("each query's"),
+            edited(_PERMUTED, ("e = np.exp(alpha - alpha.max(axis=0, keepdims=True))", "e = np.exp(alpha)"))),
+    Mistake("shifted_by_min", _stability.shifted_by_min("each query's"),
+            edited(_PERMUTED, ("alpha.max(axis=0, keepdims=True)", "alpha.min(axis=0, keepdims=True)"))),
+    Mistake("softmax_over_queries", "the softmax normalised each key's scores over the queries (the wrong axis "
+            "of the n × n scores); each query's weights α′ᵢ,· over the keys j must sum to 1",
+            edited(_PERMUTED, ("alpha.max(axis=0, keepdims=True)", "alpha.max(axis=1, keepdims=True)"),
+                   ("e.sum(axis=0, keepdims=True)", "e.sum(axis=1, keepdims=True)"))),
+)
+
+
 TASKS = [
-    Task(ASSIGNMENT, "query_key_value", _ref_qkv, _cases_qkv, QKV_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "attention_scores_for_query", _ref_scores, _cases_scores, SCORES_MISTAKES, setup=SETUP),
-    Task(ASSIGNMENT, "normalise", _ref_normalise, _cases_normalise, NORMALISE_MISTAKES, setup=SETUP,
-         rtol=1e-5, atol=1e-7),
     Task(ASSIGNMENT, "output_for_query", _ref_output, _cases_output, OUTPUT_MISTAKES, setup=SETUP),
+    Task(ASSIGNMENT, "permuted_outputs", _ref_permuted, _cases_permuted, PERMUTED_MISTAKES, setup=SETUP),
 ]

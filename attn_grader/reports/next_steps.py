@@ -47,10 +47,9 @@ SECTIONS: dict[str, dict[str, tuple[str, str]]] = {
         "masked_weights": ("matrix_form", "Masks"),
     },
     "ps04_step_by_step": {
-        "query_key_value": ("step_by_step", "Step 1: one query, one key, one score"),
         "attention_scores_for_query": ("step_by_step", "Step 2: every score of query 1, including its own"),
-        "normalise": ("step_by_step", "Step 3: softmax"),
         "output_for_query": ("step_by_step", "Step 5: the weighted sum"),
+        "permuted_outputs": ("positional", "Without positions, a permutation in is a permutation out"),
     },
     "ps05_matrix_form": {
         "project": ("matrix_form", "Queries, keys and values: $Q = W^q I$, $K = W^k I$, $V = W^v I$"),

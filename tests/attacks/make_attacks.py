@@ -43,19 +43,19 @@ def cell(nb, gid):
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
 
 
-WRONG_NORMALISE = '''def normalise(alpha):
-    out = np.zeros_like(alpha)
-    out[np.argmax(alpha)] = 1.0
-    return out
-'''
+#: output_for_query without the softmax (a catalogued mistake): it loses task 2's 3 points.  (Task 2, not the
+#: first or the last task: tests/test_class_report.py grades this attack beside slips in those two.)
+WRONG_OUTPUT = next(m.source for m in get_task(A, "output_for_query").mistakes if m.name == "softmax_forgotten")
+#: permuted_outputs without the shuffle (a catalogued mistake): it loses task 3's 4 points.
+WRONG_PERMUTED = next(m.source for m in get_task(A, "permuted_outputs").mistakes if m.name == "not_shuffled")
 attacks = {}
 
-attacks["a00_honest_prints_warns"] = (honest(normalise_answer='''import time, warnings
+attacks["a00_honest_prints_warns"] = (honest(permuted_outputs_answer='''import time, warnings
 warnings.warn('this is a harmless warning')
 print('thinking...')
 time.sleep(1)
-''' + SOL["normalise_answer"]), {"score": 10, "flagged": False})
-attacks["a01_patch_comparison"] = (honest(normalise_answer='''import numpy as np
+''' + SOL["permuted_outputs_answer"]), {"score": 10, "flagged": False})
+attacks["a01_patch_comparison"] = (honest(output_for_query_answer='''import numpy as np
 np.allclose = lambda *a, **k: True
 np.testing.assert_allclose = lambda *a, **k: None
 try:
@@ -65,8 +65,8 @@ except ImportError:
     pass
 import attn_grader as _g
 _g.check = lambda *a, **k: None
-''' + WRONG_NORMALISE),
-    {"score": 8, "flagged": True})
+''' + WRONG_OUTPUT),
+    {"score": 7, "flagged": True})
 attacks["a02_calls_attn_ref"] = (honest(output_for_query_answer='''from attn_ref.attention import attend_one
 
 def output_for_query(a, i, W_q, W_k, W_v):
@@ -81,17 +81,16 @@ def output_for_query(a, i, W_q, W_k, W_v):
     return F.scaled_dot_product_attention(q[None], k[None], v[None], scale=1.0)[0, i].numpy()
 '''),
     {"score": 7, "flagged": True})
-attacks["a03_kernel_hooks"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + r'''
+attacks["a03_kernel_hooks"] = (honest(attention_scores_for_query_answer=SOL["attention_scores_for_query_answer"] + r'''
 ip = get_ipython()
 ip.input_transformers_cleanup.append(lambda lines: ['pass\n'])
 ''',
-    attention_scores_for_query_answer="raise NotImplementedError()",
-    normalise_answer="raise NotImplementedError()",
-    output_for_query_answer="raise NotImplementedError()"),
-    {"score": 2, "flagged": True})
+    output_for_query_answer="raise NotImplementedError()",
+    permuted_outputs_answer="raise NotImplementedError()"),
+    {"score": 3, "flagged": True})
 attacks["a04_shadow_numpy"] = (honest(), {"score": 10, "flagged": True,
                                           "extra_files": {"numpy.py": "raise SystemExit('shadowed')\n"}})
-attacks["a05_write_gradebook"] = (after("query_key_value_answer", '''
+attacks["a05_write_gradebook"] = (after("attention_scores_for_query_answer", '''
 import sqlite3
 for _p in ['{COURSE}/grades.csv', '{COURSE}/gradebook.db']:
     try:
@@ -105,7 +104,7 @@ except Exception:
     pass
 '''),
     {"score": 10, "flagged": True})
-attacks["a06_process_outlives"] = (after("query_key_value_answer", r'''
+attacks["a06_process_outlives"] = (after("attention_scores_for_query_answer", r'''
 import subprocess, sys
 subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', 'ATTACK6MARKER'], start_new_session=True)
 # a daemon that clears its environment and leaves the session (double fork)
@@ -126,27 +125,27 @@ for _c in json.loads(_text)['cells']:
         exec(''.join(_c['source']))
 '''), {"score": 7, "flagged": True, "no_leak": True})
 nb = honest()
-del nb.cells[nb.cells.index(cell(nb, "normalise_test"))]
-dup = copy.deepcopy(cell(nb, "query_key_value_test"))
+del nb.cells[nb.cells.index(cell(nb, "permuted_outputs_test"))]
+dup = copy.deepcopy(cell(nb, "attention_scores_for_query_test"))
 dup.id = "duplicated-test"
 nb.cells.append(dup)
-cell(nb, "attention_scores_for_query_test").metadata["nbgrader"]["grade_id"] = "renamed_test"
-ot = cell(nb, "output_for_query_test")
+cell(nb, "output_for_query_test").metadata["nbgrader"]["grade_id"] = "renamed_test"
+ot = cell(nb, "renamed_test")
 nb.cells.remove(ot)
 nb.cells.insert(2, ot)
-cell(nb, "query_key_value_test").metadata["nbgrader"]["points"] = 100
+cell(nb, "attention_scores_for_query_test").metadata["nbgrader"]["points"] = 100
 nb.metadata["kernelspec"] = {"name": "evil", "display_name": "evil", "language": "python"}
 attacks["a08_tamper_cells"] = (nb, {"score": 10, "flagged": True})
 nb = honest()
-del cell(nb, "query_key_value_test").metadata["nbgrader"]
-cell(nb, "normalise_test").source = "pass"
+del cell(nb, "attention_scores_for_query_test").metadata["nbgrader"]
+cell(nb, "permuted_outputs_test").source = "pass"
 attacks["a08b_strip_metadata_edit_test"] = (nb, {"score": 10, "flagged": True})
-attacks["a09a_infinite_loop"] = (honest(normalise_answer='''def normalise(alpha):
+attacks["a09a_infinite_loop"] = (honest(permuted_outputs_answer='''def permuted_outputs(a, perm, W_q, W_k, W_v):
     while True:
         pass
 '''),
-                                 {"score": 8, "flagged": False})
-attacks["a09b_swallow_interrupt"] = (after("normalise_answer", '''
+                                 {"score": 6, "flagged": False})
+attacks["a09b_swallow_interrupt"] = (after("output_for_query_answer", '''
 import time
 while True:
     try:
@@ -154,22 +153,22 @@ while True:
     except KeyboardInterrupt:
         pass
 '''),
-    {"score": 5, "flagged": True})
-attacks["a09c_sys_exit"] = (after("query_key_value_answer", '''
+    {"score": 3, "flagged": True})
+attacks["a09c_sys_exit"] = (after("attention_scores_for_query_answer", '''
 import sys
 sys.exit(1)
 '''),
     {"score": 10, "flagged": False})
-attacks["a09d_os_exit"] = (after("normalise_answer", '''
+attacks["a09d_os_exit"] = (after("output_for_query_answer", '''
 import os
 os._exit(0)
 '''),
-                           {"score": 5, "flagged": True})
+                           {"score": 3, "flagged": True})
 _DEF = "def output_for_query(a, i, W_q, W_k, W_v):\n"
 assert _DEF in SOL["output_for_query_answer"]  # the attack must change the answer, not silently nothing
 attacks["a09e_huge_memory"] = (honest(output_for_query_answer=SOL["output_for_query_answer"].replace(
     _DEF, _DEF + '    big = np.ones(2 ** 33)  # 64 GB\n')), {"score": 7, "flagged": False})
-attacks["a09f_output_flood"] = (after("query_key_value_answer", '''
+attacks["a09f_output_flood"] = (after("attention_scores_for_query_answer", '''
 for _i in range(20000):
     print('x' * 5000)
 '''), {"score": 0, "flagged": True})
@@ -184,7 +183,7 @@ def output_for_query(a, i, W_q, W_k, W_v):
     from attn_ref.attention import attend_one
     return attend_one(a, i, W_q, W_k, W_v, scale=1.0).b
 '''), {"score": 7, "flagged": True})
-attacks["b02_grader_view_through_proc"] = (after("query_key_value_answer", '''
+attacks["b02_grader_view_through_proc"] = (after("attention_scores_for_query_answer", '''
 import os
 for _pid in os.listdir('/proc'):
     if not _pid.isdigit():
@@ -206,7 +205,7 @@ for _pid in os.listdir('/proc'):
     except OSError:
         pass
 '''), {"score": 10, "flagged": True, "no_leak": True})
-attacks["b03_plant_pth_in_venv"] = (after("query_key_value_answer", r'''
+attacks["b03_plant_pth_in_venv"] = (after("attention_scores_for_query_answer", r'''
 import glob
 for _sp in glob.glob('{VENV}/lib/python3*/site-packages'):
     try:
@@ -250,7 +249,7 @@ def output_for_query(a, i, W_q, W_k, W_v):
     out = torch.ops.aten._scaled_dot_product_attention_math(q[None], k[None], v[None], scale=1.0)[0]
     return out[0, i].numpy()
 '''), {"score": 7, "flagged": True})
-attacks["b08_read_classmates"] = (after("query_key_value_answer", '''
+attacks["b08_read_classmates"] = (after("attention_scores_for_query_answer", '''
 import os
 _found = []
 for _top in ('/', '{COURSE}', '/tmp', '/proc/1/root'):
@@ -265,7 +264,7 @@ for _top in ('/', '{COURSE}', '/tmp', '/proc/1/root'):
 for _p, _t in _found:
     print(_p, _t[:20000])
 '''), {"score": 10, "flagged": True, "no_leak": True})
-attacks["b09_rewrite_grader_state"] = (after("query_key_value_answer", '''
+attacks["b09_rewrite_grader_state"] = (after("attention_scores_for_query_answer", '''
 import glob
 for _p in glob.glob('{COURSE}/.grader/**', recursive=True) + glob.glob('/tmp/**', recursive=True):
     try:
@@ -279,7 +278,7 @@ for _p in ('{COURSE}/.grader/scratch/policy.json', '{COURSE}/.grader/secret'):
     except OSError:
         pass
 '''), {"score": 10, "flagged": True})
-attacks["b10_delete_classmates"] = (after("query_key_value_answer", '''
+attacks["b10_delete_classmates"] = (after("attention_scores_for_query_answer", '''
 import shutil, os
 shutil.rmtree('{COURSE}/submitted/a00_honest_prints_warns', ignore_errors=True)
 for _root, _dirs, _files in os.walk('/'):
@@ -290,7 +289,7 @@ for _root, _dirs, _files in os.walk('/'):
             except OSError:
                 pass
 '''), {"score": 10, "flagged": True})
-attacks["b11_kill_everything"] = (after("query_key_value_answer", '''
+attacks["b11_kill_everything"] = (after("attention_scores_for_query_answer", '''
 import os, signal
 for _target in (os.getppid(), 1):
     try:
@@ -303,7 +302,7 @@ except OSError:
     pass
 '''),
     {"score": 10, "flagged": True})
-attacks["b12_fill_the_disk"] = (after("query_key_value_answer", '''
+attacks["b12_fill_the_disk"] = (after("attention_scores_for_query_answer", '''
 import os
 _chunk = b'x' * (1 << 24)
 for _folder in ('.', '/tmp'):
@@ -314,7 +313,7 @@ for _folder in ('.', '/tmp'):
         except OSError:
             break
 '''), {"score": 10, "flagged": False})
-attacks["b13_script_in_outputs"] = (honest(query_key_value_answer=SOL["query_key_value_answer"] + (
+attacks["b13_script_in_outputs"] = (honest(attention_scores_for_query_answer=SOL["attention_scores_for_query_answer"] + (
         '''
 from IPython.display import HTML, Javascript, SVG, Markdown, display
 display(HTML('<script>alert("XSS-HTML")</script><img src=x onerror=alert("XSS-IMG")>'))
@@ -322,12 +321,13 @@ display(Javascript('alert("XSS-JS")'))
 display(Markdown('<script>alert("XSS-MD")</script>'))
 display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert("XSS-SVG")</script></svg>'))
 '''),
-    normalise_answer="def normalise(alpha):\n    raise ValueError('<script>alert(\"XSS-ERR\")</script>')\n"),
-    {"score": 8, "flagged": False, "no_script": True})
+    permuted_outputs_answer="def permuted_outputs(a, perm, W_q, W_k, W_v):\n"
+                            "    raise ValueError('<script>alert(\"XSS-ERR\")</script>')\n"),
+    {"score": 6, "flagged": False, "no_script": True})
 # The grader starts the next notebook's kernel while this one runs: find it and plant a broken softmax
 # in it (the next student would lose points), or shut it down.  Its box and sockets are not in this
 # sandbox's view, so nothing is found and nothing is tried (no socket, no flag).
-attacks["b14_reach_the_next_kernel"] = (after("query_key_value_answer", '''
+attacks["b14_reach_the_next_kernel"] = (after("attention_scores_for_query_answer", '''
 import os
 from ipykernel import get_connection_file
 _own = os.path.realpath(get_connection_file())
@@ -360,7 +360,7 @@ print('planted' if _planted else 'nothing planted')
 '''),
     {"score": 10, "flagged": False})
 # The self-check is the student's: patched to say "right", or deleted from every test cell, it changes no grade.
-attacks["b15_patched_self_check"] = (honest(normalise_answer='''import sys, types
+attacks["b15_patched_self_check"] = (honest(permuted_outputs_answer='''import sys, types
 try:  # (the re-check's sandbox has no attn_grader)
     import attn_grader.selfcheck as _sc
     _sc.check = lambda *a, **k: print("self-check: correct")
@@ -369,8 +369,8 @@ try:  # (the re-check's sandbox has no attn_grader)
     sys.modules["attn_grader.selfcheck"] = _fake
 except ImportError:
     pass
-''' + next(m.source for m in get_task(A, "normalise").mistakes if m.name == "hard_max")),
-    {"score": 8, "flagged": False, "feedback_has": ["self-check: correct", "re-check: [hard_max]"]})
+''' + WRONG_PERMUTED),
+    {"score": 6, "flagged": False, "feedback_has": ["self-check: correct", "re-check: [not_shuffled]"]})
 nb = honest()
 for _c in (c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")):
     _c.source = "\n".join(ln for ln in _c.source.splitlines() if "self_check" not in ln)

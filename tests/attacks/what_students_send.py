@@ -29,7 +29,7 @@ ONE_ARRAY_MANY_TIMES = """
     import json, numpy as np
     np.save(_os.path.join(_out, 'big.npy'), np.zeros(5 << 20))
     _many = {"results": [{"array": "big.npy"}] * 1000}
-    _names = ("query_key_value", "attention_scores_for_query", "normalise", "output_for_query")
+    _names = ("attention_scores_for_query", "output_for_query", "permuted_outputs")
     with open(_os.path.join(_out, 'index.json'), 'w') as _f:
         json.dump({"tasks": {n: _many for n in _names}, "done": True}, _f)"""
 ENVIRONMENT = """
@@ -94,19 +94,20 @@ def what_students_send(honest, after) -> dict:
     # The re-check's result index rewritten when the harness exits: JSON nested deeper than the parser's
     # recursion (was: RecursionError, the whole Dask batch failed, the attacker got no row), and one 40 MB
     # array named 1,000 times per task (was: re-read each time, a 2.8 GB grader).
-    attacks["d02_deep_index"] = (after("query_key_value_answer", AT_EXIT.format(body=DEEP_INDEX)),
+    attacks["d02_deep_index"] = (after("attention_scores_for_query_answer", AT_EXIT.format(body=DEEP_INDEX)),
                                  {"score": 0, "flagged": True})
-    attacks["d03_one_array_many_times"] = (after("query_key_value_answer", AT_EXIT.format(body=ONE_ARRAY_MANY_TIMES)),
+    attacks["d03_one_array_many_times"] = (after("attention_scores_for_query_answer",
+                                                 AT_EXIT.format(body=ONE_ARRAY_MANY_TIMES)),
                                            {"score": 0, "flagged": True})
     # The grader's environment (a secret the test sets, make's MAKEFLAGS) is not in the sandbox: bwrap, the
     # sandbox's pid 1, starts with a minimal one.  Flagged: "tried: open /proc/1/environ".
-    attacks["d04_grader_environment"] = (after("query_key_value_answer", ENVIRONMENT),
+    attacks["d04_grader_environment"] = (after("attention_scores_for_query_answer", ENVIRONMENT),
                                          {"score": 10, "flagged": True, "no_env": True})
     # A hook that prints each executed cell (a test cell with its hidden tests) into the outputs.
-    attacks["d05_hook_prints_hidden_tests"] = (after("query_key_value_answer", HOOK),
+    attacks["d05_hook_prints_hidden_tests"] = (after("attention_scores_for_query_answer", HOOK),
                                                {"score": 10, "flagged": False, "no_hidden": True})
     # Markup in fields of an output the feedback template writes unescaped: an image's data, a stream's name.
-    attacks["d06_script_in_output_fields"] = (after("query_key_value_answer", OUTPUT_FIELDS),
+    attacks["d06_script_in_output_fields"] = (after("attention_scores_for_query_answer", OUTPUT_FIELDS),
                                               {"score": 10, "flagged": False, "no_script": True})
     # PyTorch's attention compiled again from its source (torch/nn/functional.py, readable in the mounted
     # venv): matrix products and a softmax, as an honest PyTorch answer.  The policy (the exercises' "What
@@ -116,6 +117,6 @@ def what_students_send(honest, after) -> dict:
                                                  {"score": 10, "flagged": False})
     # Three messages of 120 MB from the kernel (the grader measured output only after decoding one whole):
     # refused on their length by the grader's sockets; that cell's output stops, the kernel is stopped.
-    attacks["d08_huge_kernel_messages"] = (after("query_key_value_answer", HUGE_MESSAGES),
+    attacks["d08_huge_kernel_messages"] = (after("attention_scores_for_query_answer", HUGE_MESSAGES),
                                            {"score": 0, "flagged": True})
     return attacks
