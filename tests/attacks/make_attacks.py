@@ -2,10 +2,9 @@
 
     .venv/bin/python tests/attacks/make_attacks.py
 
-Every attack is the ps04_step_by_step release with the solution's answers (an honest student) and
-one change.  ``{COURSE}`` in a notebook is replaced by the course's path when the test copies it
-(the attacker is assumed to know where the instructor's files are).  Expected outcomes: ``score``
-(total out of 10), ``flagged`` (a flag must be raised), ``status`` where it matters.
+Every attack is the ps04_step_by_step release with the solution's answers (an honest student) and one
+change.  ``{COURSE}`` in a notebook becomes the course's path when the test copies it (the attacker knows
+where the instructor's files are).  Expected: ``score`` (out of 10), ``flagged``, ``status`` if it matters.
 """
 
 import copy
@@ -43,8 +42,8 @@ def cell(nb, gid):
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
 
 
-#: output_for_query without the softmax (a catalogued mistake): it loses task 2's 3 points.  (Task 2, not the
-#: first or the last task: tests/test_class_report.py grades this attack beside slips in those two.)
+#: output_for_query without the softmax (catalogued): it loses task 2's 3 points (the middle task: test_class_report
+#: grades this attack beside slips in the first and the last).
 WRONG_OUTPUT = next(m.source for m in get_task(A, "output_for_query").mistakes if m.name == "softmax_forgotten")
 #: permuted_outputs without the shuffle (a catalogued mistake): it loses task 3's 4 points.
 WRONG_PERMUTED = next(m.source for m in get_task(A, "permuted_outputs").mistakes if m.name == "not_shuffled")
@@ -395,8 +394,7 @@ if __name__ == "__main__":
         for fname, text in exp.pop("extra_files", {}).items():
             with open(os.path.join(d, fname), "w") as f:
                 f.write(text)
-        if not os.listdir(d):
-            open(os.path.join(d, ".keep"), "w").close()
+        os.listdir(d) or open(os.path.join(d, ".keep"), "w").close()  # git keeps no empty folder
         expected[name] = exp
     with open(os.path.join(HERE, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
