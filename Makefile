@@ -62,7 +62,7 @@ help:
 	@echo "make system-packages  bubblewrap, chromium, CJK fonts, PostgreSQL (apt, as root)"
 
 book: $(STAMP)
-	@if [ -n "$$CI" ]; then rm -rf _build/.jupyter_cache; fi
+	@if [ -n "$$CI" ]; then rm -rf _build/.jupyter_cache _build/.doctrees _build/.doctrees-zh; fi  # every page read and executed again, in both languages from the same run
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python book/_ext/i18n.py zh
 	@echo "Book: file://$(CURDIR)/_build/html/index.html (中文版: _build/html/zh/index.html)"

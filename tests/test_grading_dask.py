@@ -45,7 +45,7 @@ def _class(root, extra=()) -> str:
     t = tasks_of(A)
     students = {"ann": right, "ben": {}, "cy": {**right, f"{t[2].func_name}_answer": t[2].mistakes[1].source},
                 "eve": {**right, f"{t[0].func_name}_answer": t[0].mistakes[0].source},
-                "fay": {**right, f"{t[3].func_name}_answer": t[3].mistakes[0].source}, "gus": right, "hal": right,
+                "fay": {**right, f"{t[1].func_name}_answer": t[1].mistakes[0].source}, "gus": right, "hal": right,
                 "ian": right, "jo": right}
     students.update({name: right for name in extra})
     for student, answers in students.items():

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import asdict
@@ -32,6 +33,13 @@ from .patches import nbgrader_setup
 
 
 @contextlib.contextmanager
+
+def _say(line: str) -> None:
+    """One progress line in ONE write: Dask's callback thread reports "ran" while this thread reports scores,
+    and print's two writes (the text, then the newline) could interleave two lines into one."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
 def course_lock(root: str, verbose: bool = True):
     """One grading run per course at a time; a second one waits, and says so."""
     fd = os.open(os.path.join(state_dir(root), "lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -181,7 +189,7 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
                                           "result": r.to_dict()}) + "\n")
                 journal.flush()
         if verbose:
-            print(record.progress_line(len(done), n, r), flush=True)
+            _say(record.progress_line(len(done), n, r))
 
     ran_count = 0
     items = []
@@ -190,7 +198,7 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
         nonlocal ran_count
         ran_count += 1
         if verbose:
-            print(f"[ran {ran_count}/{len(items)}] {record.shown(student)} {a}", flush=True)
+            _say(f"[ran {ran_count}/{len(items)}] {record.shown(student)} {a}")
 
     reused = 0
     answers: dict[str, dict[str, dict[str, str]]] = {a: {} for a in assignments if a in course.releases}
