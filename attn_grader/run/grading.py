@@ -32,14 +32,14 @@ from .discover import Submitted, find_assignments, find_submissions
 from .patches import nbgrader_setup
 
 
-@contextlib.contextmanager
-
 def _say(line: str) -> None:
     """One progress line in ONE write: Dask's callback thread reports "ran" while this thread reports scores,
     and print's two writes (the text, then the newline) could interleave two lines into one."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
 
+
+@contextlib.contextmanager
 def course_lock(root: str, verbose: bool = True):
     """One grading run per course at a time; a second one waits, and says so."""
     fd = os.open(os.path.join(state_dir(root), "lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
