@@ -3,16 +3,16 @@
 Cordonnier, Loukas & Jaggi (2020), "On the Relationship between Self-Attention and
 Convolutional Layers", Lemma 1 / Theorem 1: a multi-head self-attention layer with
 N_h = K*K heads and *relative* positional attention computes exactly a K x K
-convolution.  Head h gets a centre of attention Delta_h (one kernel offset) and
-the quadratic relative encoding
+convolution.  Head l gets a centre of attention Delta_l (one kernel offset) and
+the quadratic relative encoding (the book's rho_delta, u^(l), gamma; the paper writes r_delta, v^(h), alpha)
 
-    r_delta = (||delta||^2, delta_1, delta_2),        v_h = -alpha (1, -2 Delta_h1, -2 Delta_h2),
-    score(q, k) = v_h . r_{k - q} = -alpha (||delta||^2 - 2 <delta, Delta_h>)
-                = -alpha ||delta - Delta_h||^2 + alpha ||Delta_h||^2,
+    rho_delta = (||delta||^2, delta_1, delta_2),      u_l = -gamma (1, -2 Delta_l1, -2 Delta_l2),
+    score(q, k) = u_l . rho_{k - q} = -gamma (||delta||^2 - 2 <delta, Delta_l>)
+                = -gamma ||delta - Delta_l||^2 + gamma ||Delta_l||^2,
 
-so the softmax over keys k peaks at k = q + Delta_h; as alpha -> infinity it becomes a
+so the softmax over keys k peaks at k = q + Delta_l; as gamma -> infinity it becomes a
 one-hot on that pixel (the "hard" limit).  Each head then copies the pixel at offset
-Delta_h; the output projection multiplies it by the kernel slice W[:, :, i, j] and sums
+Delta_l; the output projection multiplies it by the kernel slice W[:, :, i, j] and sums
 the heads.  That is im2col followed by a matrix product: a convolution.
 
 Layout: an image is a set of pixel vectors, ``x`` (..., H, W, C_in) (rows, columns,
@@ -77,7 +77,7 @@ def conv2d_same(x, weight, bias=None) -> np.ndarray:
 
 
 def kernel_offsets(K: int) -> np.ndarray:
-    """The K*K centres of attention Delta_h = (i - K//2, j - K//2), kernel index (i, j) in row-major order.
+    """The K*K centres of attention Delta_l = (i - K//2, j - K//2), kernel index (i, j) in row-major order.
 
     Returns an int array (K*K, 2): column 0 the row offset (down), column 1 the column offset (right).
     Head h = i * K + j reads kernel slice W[:, :, i, j].
@@ -90,20 +90,20 @@ def kernel_offsets(K: int) -> np.ndarray:
 
 
 def quadratic_encoding(delta) -> np.ndarray:
-    """The relative positional encoding r_delta = (||delta||^2, delta_1, delta_2); delta (..., 2) -> (..., 3)."""
+    """The relative positional encoding rho_delta = (||delta||^2, delta_1, delta_2); delta (..., 2) -> (..., 3)."""
     delta = as_array(delta, "delta")
     if delta.ndim < 1 or delta.shape[-1] != 2:
         raise ValueError(f"delta: expected shape (..., 2), got {delta.shape}")
     return np.concatenate([np.sum(delta**2, axis=-1, keepdims=True), delta], axis=-1)
 
 
-def head_query_vectors(centres, alpha: float) -> np.ndarray:
-    """The heads' relative-attention vectors v_h = -alpha (1, -2 Delta_h1, -2 Delta_h2): (N_h, 2) -> (N_h, 3)."""
+def head_query_vectors(centres, gamma: float) -> np.ndarray:
+    """The heads' relative-attention vectors u_l = -gamma (1, -2 Delta_l1, -2 Delta_l2): (N_h, 2) -> (N_h, 3)."""
     centres = as_array(centres, "centres")
     check_ndim(centres, "centres", 2, "(N_h, 2)")
     check_dim(centres.shape[1], 2, "centres' last axis", "(N_h, 2)", centres.shape)
     ones = np.ones((centres.shape[0], 1))
-    return -alpha * np.concatenate([ones, -2.0 * centres], axis=1)  # (N_h, 3)
+    return -gamma * np.concatenate([ones, -2.0 * centres], axis=1)  # (N_h, 3)
 
 
 def pixel_grid(H: int, W: int, pad: int = 0) -> np.ndarray:
@@ -117,8 +117,8 @@ def pixel_grid(H: int, W: int, pad: int = 0) -> np.ndarray:
     return np.stack([r.ravel(), c.ravel()], axis=1)  # (N_k, 2)
 
 
-def relative_scores(H: int, W: int, centres, alpha: float = 1.0, pad: int = 0) -> np.ndarray:
-    """The attention scores v_h . r_{k - q} of every head, query pixel and key pixel.
+def relative_scores(H: int, W: int, centres, gamma: float = 1.0, pad: int = 0) -> np.ndarray:
+    """The attention scores u_l . rho_{k - q} of every head, query pixel and key pixel.
 
     Queries: the H*W pixels (row-major); keys: the (H+2pad)*(W+2pad) pixels of the padded image.
     centres: (N_h, 2).  Returns (N_h, H*W, N_k) with N_k = (H+2pad)*(W+2pad).
@@ -127,30 +127,30 @@ def relative_scores(H: int, W: int, centres, alpha: float = 1.0, pad: int = 0) -
     k = pixel_grid(H, W, pad)  # (N_k, 2)
     delta = k[None, :, :] - q[:, None, :]  # (N_q, N_k, 2): delta = key - query
     r = quadratic_encoding(delta)  # (N_q, N_k, 3)
-    v = head_query_vectors(centres, alpha)  # (N_h, 3)
+    v = head_query_vectors(centres, gamma)  # (N_h, 3)
     return np.einsum("qkc,hc->hqk", r, v)  # (N_h, N_q, N_k)
 
 
-def relative_attention_weights(H: int, W: int, centres, alpha: float = np.inf, pad: int = 0) -> np.ndarray:
+def relative_attention_weights(H: int, W: int, centres, gamma: float = np.inf, pad: int = 0) -> np.ndarray:
     """Each head's attention probabilities (N_h, H*W, N_k): softmax of :func:`relative_scores` over the keys.
 
-    ``alpha=np.inf`` gives the hard limit: a one-hot on the argmax key of each query
-    (the key at offset Delta_h when it lies in the padded image).
+    ``gamma=np.inf`` gives the hard limit: a one-hot on the argmax key of each query
+    (the key at offset Delta_l when it lies in the padded image).
     """
-    if np.isinf(alpha):
+    if np.isinf(gamma):
         s = relative_scores(H, W, centres, 1.0, pad)  # (N_h, N_q, N_k)
         one_hot = np.zeros_like(s)
         np.put_along_axis(one_hot, np.argmax(s, axis=-1)[..., None], 1.0, axis=-1)
         return one_hot
-    if alpha <= 0:
-        raise ValueError(f"alpha: expected a positive sharpness (or np.inf), got {alpha}")
-    return softmax(relative_scores(H, W, centres, alpha, pad), axis=-1)
+    if gamma <= 0:
+        raise ValueError(f"gamma: expected a positive sharpness (or np.inf), got {gamma}")
+    return softmax(relative_scores(H, W, centres, gamma, pad), axis=-1)
 
 
 class ConvAsAttention(NamedTuple):
     """Parameters of the multi-head self-attention layer that computes a convolution.
 
-    centres: (N_h, 2) the heads' centres of attention Delta_h (N_h = K*K);
+    centres: (N_h, 2) the heads' centres of attention Delta_l (N_h = K*K);
     W_val: (N_h, C_in, C_in) per-head value projections (identity: each head copies a pixel);
     W_out: (C_out, N_h * C_in) output projection, block h = the kernel slice W[:, :, i, j];
     b_out: (C_out,) the convolution's bias; pad: K // 2, the zero padding of the keys.
@@ -176,10 +176,10 @@ def conv_as_attention_params(weight, bias=None) -> ConvAsAttention:
     return ConvAsAttention(centres, W_val, W_out, bias.copy(), K // 2)
 
 
-def relative_attention_conv(x, params: ConvAsAttention, alpha: float = np.inf, pad: int | None = None):
+def relative_attention_conv(x, params: ConvAsAttention, gamma: float = np.inf, pad: int | None = None):
     """Multi-head self-attention with quadratic relative positional attention over an image.
 
-    x: (..., H, W, C_in); params: from :func:`conv_as_attention_params`; alpha: the
+    x: (..., H, W, C_in); params: from :func:`conv_as_attention_params`; gamma: the
     sharpness (``np.inf`` = hard one-hot limit); pad: padding of the key set (default
     ``params.pad``; 0 = keys inside the image only).
     head_h = A_h X_pad W_val^(h)^T;  out = concat_h(head_h) W_out^T + b_out.
@@ -192,7 +192,7 @@ def relative_attention_conv(x, params: ConvAsAttention, alpha: float = np.inf, p
     check_dim(x.shape[-1], c_in, "x's channels vs W_val's C_in", f"(..., H, W, C_in={c_in})", x.shape)
     pad = params.pad if pad is None else pad
     *batch, H, W, _ = x.shape
-    A = relative_attention_weights(H, W, params.centres, alpha, pad)  # (N_h, N_q, N_k)
+    A = relative_attention_weights(H, W, params.centres, gamma, pad)  # (N_h, N_q, N_k)
     widths = [(0, 0)] * len(batch) + [(pad, pad), (pad, pad), (0, 0)]
     keys = np.pad(x, widths).reshape(*batch, -1, c_in)  # (..., N_k, C_in): zeros outside the image
     values = np.einsum("...kc,hdc->...hkd", keys, params.W_val)  # (..., N_h, N_k, C_in)

@@ -38,7 +38,7 @@ def test_hard_attention_equals_torch_conv(K, c_in, c_out):
     x, w, b, ref = _torch_conv(K, c_in, c_out, seed=10 + K)
     params = conv_as_attention_params(w, b)
     assert params.centres.shape == (K * K, 2)
-    out, weights = relative_attention_conv(x, params, alpha=np.inf)
+    out, weights = relative_attention_conv(x, params, gamma=np.inf)
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-10)
     # the weights of the hard limit: each head of each query puts 1 on one key
     assert weights.shape[:2] == (K * K, x.shape[-3] * x.shape[-2])
@@ -54,21 +54,21 @@ def test_hard_attention_float32():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_finite_alpha_error_shrinks():
+def test_finite_gamma_error_shrinks():
     x, w, b, ref = _torch_conv(3, 3, 4, seed=7)
     params = conv_as_attention_params(w, b)
-    errors = [np.abs(relative_attention_conv(x, params, alpha=a)[0] - ref).max() for a in (1.0, 3.0, 10.0, 30.0)]
+    errors = [np.abs(relative_attention_conv(x, params, gamma=a)[0] - ref).max() for a in (1.0, 3.0, 10.0, 30.0)]
     assert all(e1 > e2 for e1, e2 in zip(errors, errors[1:], strict=False)), errors
     assert errors[0] > 1e-2 and errors[-1] < 1e-10
-    # the mass off the centre is about 4 e^{-alpha} (four nearest neighbours at distance 1)
-    A = relative_attention_weights(5, 5, np.array([[0, 0]]), alpha=10.0, pad=1)
+    # the mass off the centre is about 4 e^{-gamma} (four nearest neighbours at distance 1)
+    A = relative_attention_weights(5, 5, np.array([[0, 0]]), gamma=10.0, pad=1)
     np.testing.assert_allclose(1 - A[0, 12].max(), 4 * np.exp(-10) / (1 + 4 * np.exp(-10)), rtol=1e-3)
 
 
 def test_each_head_looks_at_its_offset():
     H, W, K = 5, 6, 3
     centres = kernel_offsets(K)
-    A = relative_attention_weights(H, W, centres, alpha=np.inf, pad=1)
+    A = relative_attention_weights(H, W, centres, gamma=np.inf, pad=1)
     keys = pixel_grid(H, W, pad=1)
     queries = pixel_grid(H, W)
     for h, d in enumerate(centres):
@@ -92,17 +92,17 @@ def test_kernel_offsets_row_major():
 
 
 def test_scores_follow_the_paper_formula():
-    # v_h . r_delta = -alpha (||delta||^2 - 2 <delta, Delta_h>), Cordonnier et al. eq. (9)
+    # u_l . rho_delta = -gamma (||delta||^2 - 2 <delta, Delta_l>): Cordonnier et al.'s v_h . r_delta, alpha
     rng = np.random.default_rng(0)
     delta = rng.integers(-4, 5, size=(10, 2)).astype(float)
     centre = np.array([[1.0, -2.0]])
-    alpha = 0.7
-    direct = -alpha * (np.sum(delta**2, axis=1) - 2 * delta @ centre[0])
-    np.testing.assert_allclose(quadratic_encoding(delta) @ head_query_vectors(centre, alpha)[0], direct)
-    s = relative_scores(3, 4, centre, alpha, pad=0)  # (1, 12, 12)
+    gamma = 0.7
+    direct = -gamma * (np.sum(delta**2, axis=1) - 2 * delta @ centre[0])
+    np.testing.assert_allclose(quadratic_encoding(delta) @ head_query_vectors(centre, gamma)[0], direct)
+    s = relative_scores(3, 4, centre, gamma, pad=0)  # (1, 12, 12)
     g = pixel_grid(3, 4)
     d = g[None, :, :] - g[:, None, :]
-    np.testing.assert_allclose(s[0], -alpha * (np.sum(d**2, -1) - 2 * d @ centre[0]), atol=1e-12)
+    np.testing.assert_allclose(s[0], -gamma * (np.sum(d**2, -1) - 2 * d @ centre[0]), atol=1e-12)
 
 
 def test_bad_shapes_raise():

@@ -38,7 +38,7 @@ def kernel_offsets(kappa):
     c = kappa // 2
     return np.array([(i - c, j - c) for i in range(kappa) for j in range(kappa)])'''
 #: No task here normalises scores with a softmax (tests/test_stability_cases.py): attention_as_conv's heads
-#: are the hard limit alpha -> infinity of the softmax of the scores it receives, one-hot rows on each row's
+#: are the hard limit gamma -> infinity of the softmax of the scores it receives, one-hot rows on each row's
 #: largest score (an argmax), so it has no large-score cases.
 NORMALISING = ()
 
@@ -94,8 +94,8 @@ CONV_MISTAKES = (
 
 # --- task 2: the quadratic relative attention scores --------------------------------------------
 
-def _ref_scores(H, W, delta, alpha):
-    return relative_scores(H, W, np.asarray(delta, dtype=float)[None], alpha)[0]  # (H*W, H*W)
+def _ref_scores(n_y, n_x, Delta, gamma):
+    return relative_scores(n_y, n_x, np.asarray(Delta, dtype=float)[None], gamma)[0]  # (H*W, H*W)
 
 
 def _cases_scores(rng):
@@ -104,8 +104,8 @@ def _cases_scores(rng):
 
 
 def _scores_mistake(body: str) -> str:
-    return '''def relative_scores(H, W, delta, alpha):
-    rows, cols = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
+    return '''def relative_scores(n_y, n_x, Delta, gamma):
+    rows, cols = np.meshgrid(np.arange(n_y), np.arange(n_x), indexing="ij")
     pos = np.stack([rows.ravel(), cols.ravel()], axis=1)
 ''' + body
 
@@ -114,25 +114,25 @@ SCORES_MISTAKES = (
     Mistake("offset_reversed", "the offset was taken as query - key; the encoding uses δ = key - query, so "
             "that the head looks at the pixel q + Δ^(ℓ)",
             _scores_mistake('''    d = pos[:, None, :] - pos[None, :, :]
-    return -alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)
+    return -gamma * (np.sum(d**2, axis=-1) - 2 * d @ Delta)
 ''')),
     Mistake("square_term_missing", "the ||δ||² term is missing: without it the scores grow without bound "
             "in the direction of Δ^(ℓ) instead of peaking at δ = Δ^(ℓ)",
             _scores_mistake('''    d = pos[None, :, :] - pos[:, None, :]
-    return -alpha * (-2 * d @ delta)
+    return -gamma * (-2 * d @ Delta)
 ''')),
     Mistake("sign_flipped", "the scores have the wrong sign: u^(ℓ) = -γ (1, -2 Δ^(ℓ)), so the score is "
             "-γ (||δ||² - 2 <δ, Δ^(ℓ)>), largest at δ = Δ^(ℓ)",
             _scores_mistake('''    d = pos[None, :, :] - pos[:, None, :]
-    return alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)
+    return gamma * (np.sum(d**2, axis=-1) - 2 * d @ Delta)
 ''')),
     Mistake("pixels_column_major", "the pixels were numbered column by column; pixel (y, x) is number y * n_x + x "
             "(row by row)",
-            '''def relative_scores(H, W, delta, alpha):
-    cols, rows = np.meshgrid(np.arange(W), np.arange(H), indexing="ij")
+            '''def relative_scores(n_y, n_x, Delta, gamma):
+    cols, rows = np.meshgrid(np.arange(n_x), np.arange(n_y), indexing="ij")
     pos = np.stack([rows.ravel(), cols.ravel()], axis=1)
     d = pos[None, :, :] - pos[:, None, :]
-    return -alpha * (np.sum(d**2, axis=-1) - 2 * d @ delta)
+    return -gamma * (np.sum(d**2, axis=-1) - 2 * d @ Delta)
 '''),
 )
 
@@ -148,7 +148,7 @@ def _query_pixels(H, W, p):
 def _ref_attention_as_conv(x, kernel, S):
     """(out, A): each head's hard-limit attention (one-hot on the largest of its scores S[h] of each image
     pixel over the padded pixels) and the sum of the heads' outputs times the kernel.  With the scores of
-    :func:`attn_ref.conv.relative_scores` it is :func:`attn_ref.conv.relative_attention_conv` at alpha = inf
+    :func:`attn_ref.conv.relative_scores` it is :func:`attn_ref.conv.relative_attention_conv` at gamma = inf
     (tests/test_conv.py)."""
     x, kernel, S = (np.asarray(a, dtype=float) for a in (x, kernel, S))
     (H, W), K = x.shape, kernel.shape[0]
@@ -160,10 +160,10 @@ def _ref_attention_as_conv(x, kernel, S):
     return out.reshape(H, W), A
 
 
-def _padded_scores(H, W, K, alpha=1.0):
+def _padded_scores(H, W, K, gamma=1.0):
     """The heads' relative scores over all the pixels of the padded image: what the notebook passes."""
     p = K // 2
-    return relative_scores(H + 2 * p, W + 2 * p, kernel_offsets(K), alpha)  # (K*K, N, N)
+    return relative_scores(H + 2 * p, W + 2 * p, kernel_offsets(K), gamma)  # (K*K, N, N)
 
 
 def _cases_attention_as_conv(rng):
