@@ -94,7 +94,7 @@ def _column_slips(build, d_k: str) -> dict[str, Mistake]:
 
     ``build(A)`` is the task's answer cell computing the scores A; ``d_k`` is how that cell spells d_k.
     """
-    slips = (Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A = Kᵀ Q / sqrt(d_k)",
+    slips = (Mistake("missing_scale", "the scores were not divided by sqrt(d_k): A' = softmax(Kᵀ Q / sqrt(d_k))",
                      build("K.T @ Q")),
              Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k) (or by sqrt(d_k) twice)",
                      build(f"K.T @ Q / {d_k}")),
