@@ -30,3 +30,17 @@ def softmax(x, axis=-1):
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
 '''
+
+
+def running_example(name: str) -> str:
+    """The set-up cell's lines defining the book's running example (attn_ref.examples' numbers), the input
+    vectors as the columns of the array ``name`` (ps04 calls it ``a``, ps05 ``I``)."""
+    return f'''# The book's running example (chapters "Self-attention step by step" and "Matrix form"):
+# four input vectors a^1..a^4, the columns of {name} ({name}[:, 0] is a^1); d_in = 3, d_k = d_v = 2.
+{name} = np.array([[1.0, 2.0, 0.0, -1.0],
+{" " * len(name)}             [-1.0, 1.0, -1.0, -1.0],
+{" " * len(name)}             [0.0, 0.0, 2.0, 0.0]])  # (d_in=3, n=4)
+W_q = np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])  # (d_k=2, d_in=3)
+W_k = np.array([[-1.0, 1.0, -1.0], [1.0, 0.0, 0.0]])  # (d_k=2, d_in=3)
+W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
+'''

@@ -18,18 +18,10 @@ from attn_ref.attention import attend_one
 
 from ..checking.core import Mistake, Task
 from . import _stability
-from ._shared import edited, qkv_weights
+from ._shared import edited, qkv_weights, running_example
 
 ASSIGNMENT = "ps04_step_by_step"
-EXAMPLE = '''# The book's running example (chapters "Self-attention step by step" and "Matrix form"):
-# four input vectors a^1..a^4, the columns of a (a[:, 0] is a^1); d_in = 3, d_k = d_v = 2.
-a = np.array([[1.0, 2.0, 0.0, -1.0],
-              [-1.0, 1.0, -1.0, -1.0],
-              [0.0, 0.0, 2.0, 0.0]])  # (d_in=3, n=4)
-W_q = np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])  # (d_k=2, d_in=3)
-W_k = np.array([[-1.0, 1.0, -1.0], [1.0, 0.0, 0.0]])  # (d_k=2, d_in=3)
-W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
-'''
+EXAMPLE = running_example("a")
 #: The notebook's setup cell: the imports, the running example (a^1..a^4 and the weights), q/k/v of every
 #: column and a tested softmax (the steps ps03 practised; issue 29 dropped the tasks that rewrote them).
 SETUP = "import numpy as np\n\n" + EXAMPLE + '''

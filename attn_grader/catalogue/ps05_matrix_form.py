@@ -17,18 +17,10 @@ from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
 from . import _stability
-from ._shared import GIVEN_SOFTMAX, edited, qkv_weights
+from ._shared import GIVEN_SOFTMAX, edited, qkv_weights, running_example
 
 ASSIGNMENT = "ps05_matrix_form"
-EXAMPLE = '''# The running example of the book (chapters "Self-attention step by step" and "Matrix form"):
-# four input vectors a^1..a^4, the columns of I; d_in = 3, d_k = d_v = 2.
-I = np.array([[1.0, 2.0, 0.0, -1.0],
-              [-1.0, 1.0, -1.0, -1.0],
-              [0.0, 0.0, 2.0, 0.0]])  # (d_in=3, n=4)
-W_q = np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])  # (d_k=2, d_in=3)
-W_k = np.array([[-1.0, 1.0, -1.0], [1.0, 0.0, 0.0]])  # (d_k=2, d_in=3)
-W_v = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 1.0]])  # (d_v=2, d_in=3)
-'''
+EXAMPLE = running_example("I")
 #: The notebook's setup cell: the imports, the running example (same numbers as attn_ref.examples), a softmax.
 SETUP = "import numpy as np\n\n" + EXAMPLE + GIVEN_SOFTMAX
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
