@@ -21,6 +21,7 @@ from attn_book.models import (
     train_classifier,
     train_order_model,
     train_sequence_model,
+    train_with_early_stopping,
 )
 from attn_book.toy_data import first_token_batch
 from attn_ref.positional import sinusoidal_positional_encoding
@@ -140,6 +141,20 @@ def test_train_classifier_fits_a_separable_set():
     y = (X[:, 0] > 0).long()
     model = train_classifier(torch.nn.Linear(2, 2), X, y, steps=100, batch_size=32, lr=0.05)
     assert accuracy(model, X, y) > 0.95
+
+
+def test_early_stopping_returns_the_best_round_and_stops_after_patience_rounds(monkeypatch):
+    import attn_book.models.training as training
+
+    X, y = torch.randn(60, 2), torch.zeros(60, dtype=torch.long)
+    val_acc = iter([0.5, 0.8, 0.7, 0.8, 0.6, 0.9])  # best after round 2; rounds 3-5 bring nothing new
+    rounds = []
+    monkeypatch.setattr(training, "train_classifier", lambda model, *a, **k: rounds.append(model.weight.clone())
+                        or model.weight.data.add_(1.0))
+    monkeypatch.setattr(training, "accuracy", lambda *a: next(val_acc))
+    model = train_with_early_stopping(lambda: torch.nn.Linear(2, 2), X, y, X, y, seed=0, patience=3)
+    assert len(rounds) == 5  # stopped when three rounds in a row did not beat round 2
+    torch.testing.assert_close(model.weight, rounds[1] + 1.0)  # the weights after round 2
 
 
 def test_attention_beats_rnn_on_the_first_token_at_distance_40():

@@ -25,6 +25,7 @@ from .training import (
     train,
     train_classifier,
     train_sequence_model,
+    train_with_early_stopping,
 )
 from .vision import (
     GaussianAttentionClassifier,
@@ -59,4 +60,5 @@ __all__ = [
     "train_order_model",
     "train_sequence_model",
     "train_tagger",
+    "train_with_early_stopping",
 ]

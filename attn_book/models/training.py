@@ -91,6 +91,28 @@ def train_classifier(model: nn.Module, X, y, *, steps: int = 300, batch_size: in
     return model
 
 
+def train_with_early_stopping(make_model, X, y, X_val, y_val, *, seed: int, patience: int = 4,
+                              max_rounds: int = 30, steps_per_round: int = 50) -> nn.Module:
+    """``make_model()`` trained with :func:`train_classifier` in rounds of ``steps_per_round`` steps until
+    the accuracy on (X_val, y_val) has not improved for ``patience`` rounds (at most ``max_rounds``);
+    returns the model as it was after its best round."""
+    import copy
+
+    torch.manual_seed(seed)
+    model, best_acc, best_state, since = make_model(), -1.0, None, 0
+    for round_ in range(max_rounds):
+        train_classifier(model, X, y, steps=steps_per_round, seed=1000 * seed + round_)
+        acc = accuracy(model, X_val, y_val)
+        if acc > best_acc:
+            best_acc, best_state, since = acc, copy.deepcopy(model.state_dict()), 0
+        else:
+            since += 1
+            if since == patience:
+                break
+    model.load_state_dict(best_state)
+    return model
+
+
 def train_sequence_model(model: nn.Module, make_batch, *, steps: int = 300, batch_size: int = 64,
                          lr: float = 3e-3, eval_every: int = 20, seed: int = 0, clip: float = 1.0):
     """Train on fresh batches ``make_batch(rng, batch_size) -> (tokens, target)``; return the learning curve.
