@@ -5,7 +5,8 @@ import, its support modules the ``attn_book`` ones, its exercise the ``solutions
 its grading catalogue ``attn_grader/catalogue/psNN_<chapter>.py``.  So it cannot drift from the code.
 
 - As a Sphinx extension it gives the directive ``{chapter-code}``, which each chapter puts under its title:
-  one line naming those modules, in the page's language.
+  one line naming its reference and support modules and its exercise, in the page's language (not the
+  grading catalogue: that is the grader's, not the reader's).
 - ``python book/_ext/chapter_code.py`` prints the README's table (``tests/test_layout.py`` checks that the
   README holds it).
 """
@@ -21,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # notebooks.py beside 
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 LABELS = {
     "en": {"title": "Code of this chapter", "reference": "reference", "support": "figures, data, models",
-           "exercise": "exercise", "catalogue": "its mistakes"},
+           "exercise": "exercise"},
     "zh": {"title": "本章代码", "reference": "参考实现", "support": "图、数据、模型",
-           "exercise": "练习", "catalogue": "错误目录"},
+           "exercise": "练习"},
 }
 
 
@@ -93,7 +94,7 @@ def setup(app):
             para = nodes.paragraph(classes=["chapter-code"], translatable=False)
             para += nodes.strong(text=words["title"])
             para += nodes.Text(" — " if lang == "en" else "：")
-            parts = [(key, found[key]) for key in ("reference", "support", "exercise", "catalogue") if found[key]]
+            parts = [(key, found[key]) for key in ("reference", "support", "exercise") if found[key]]
             for i, (key, names) in enumerate(parts):
                 if i:
                     para += nodes.Text(" · ")
