@@ -51,7 +51,7 @@ def draw_split_merge(ax, n: int = 4, d_model: int = 8, n_heads: int = 2, *, cell
     # 1. the projected queries, one matrix, columns coloured by the head they go to
     x0 = 0.0
     w_full = d_model * cell
-    q_label = "$Q = X (W^q)^\\top$\n$(n, d_{\\mathrm{model}})$"
+    q_label = "$Q^\\top = X (W^q)^\\top$\n$(n, d_{\\mathrm{model}})$"
     cells += _matrix(ax, x0, top, n, d_model, n_heads, cell, q_label, colors)
     # 2. the heads, stacked vertically
     x1 = x0 + w_full + 1.6
