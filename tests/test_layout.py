@@ -143,3 +143,5 @@ def test_each_chapter_page_shows_its_modules_in_its_language():
             text = line.get_text()
             assert text.startswith(title), (page, text)
             assert all(m in text for m in found["reference"] + found["support"] + found["exercise"]), (page, text)
+            # the reader's page names the exercise, not the grader's internals (issue 42)
+            assert "attn_grader" not in text and "catalogue" not in text and "错误目录" not in text, (page, text)
