@@ -236,6 +236,60 @@ HEADS_WITHOUT_SCORES = '''def attention_as_conv(x, kernel, S):
     return conv2d_single(x, kernel), A
 '''
 
+# Issue 41: a right reach as 0/1 integers (a band matrix's powers, clipped), the layout many write for masks.
+INTEGER_REACH = '''def stacked_reach(n, r, L):
+    t = np.arange(n)
+    band = (np.abs(t[:, None] - t[None, :]) <= r).astype(int)
+    R = np.eye(n, dtype=int)
+    for _ in range(L):
+        R = np.minimum(band @ R, 1)
+    return R
+'''
+
+# Issue 41: the edge list scattered at once and symmetrised by adding the transpose.
+SCATTER_PLUS_TRANSPOSE = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    adj = np.zeros((n_nodes, n_nodes))
+    edges = np.asarray(edges, dtype=int).reshape(-1, 2)
+    adj[edges[:, 0], edges[:, 1]] = 1
+    if undirected:
+        adj = adj + adj.T
+    return adj
+'''
+
+# Issue 41: masked_fill(mask, finfo.min), the commonest masking in real code (Hugging Face's models).
+FINFO_MASKED_WEIGHTS = '''def masked_weights(scores, length, causal):
+    n = scores.shape[-1]
+    keep = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    keep[length:, :] = False
+    keep[:, length:] = False
+    s = np.where(keep, scores, np.finfo(scores.dtype).min)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+'''
+
+# Issue 41: the row's maximum taken before masking (scores - scores.max(), then the mask), a common ordering.
+MAX_BEFORE_MASK = '''def masked_softmax(scores, mask):
+    shifted = scores - np.max(scores, axis=-1, keepdims=True)
+    e = np.where(mask, np.exp(shifted), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+'''
+
+# Issue 41: walks counted with an integer matrix power (overflows int64 on a dense graph at L >= 22).
+MATRIX_POWER_REACH = '''def reach_after_layers(mask, L):
+    return np.linalg.matrix_power(np.asarray(mask, dtype=np.int64), L) > 0
+'''
+
+# Issue 41: the nearest ideal map by the largest entry-wise difference.
+LINF_HEAD_ROLES = '''def head_roles(weights, tokens):
+    n = len(tokens)
+    prev = np.eye(n, k=-1)
+    prev[0, 0] = 1
+    same = (tokens[:, None] == tokens[None, :]) / np.sum(tokens[:, None] == tokens[None, :], axis=1, keepdims=True)
+    maps = [prev, same, np.ones((n, n)) / n]
+    return np.array([int(np.argmin([np.max(np.abs(w - m)) for m in maps])) for w in weights])
+'''
+
 OTHERS = [
     ("float32_table", "ps07_positional", {"sinusoidal_table_answer": FLOAT32_TABLE},
      {"sinusoidal_table": (True, None, ())}),
@@ -275,7 +329,19 @@ OTHERS = [
     ("conv_not_attention", "ps09_cnn", {"attention_as_conv_answer": CONV_NOT_ATTENTION},
      {"attention_as_conv": (False, None, ())}),
     ("heads_without_scores", "ps09_cnn", {"attention_as_conv_answer": HEADS_WITHOUT_SCORES},
-     {"attention_as_conv": (False, None, ())}),
+     {"attention_as_conv": (False, "scores_ignored", ())}),
     ("valid_conv_raising", "ps09_cnn", {"conv2d_single_answer": VALID_CONV_RAISING},
      {"conv2d_single": (False, "padding_forgotten", ())}),
+    ("integer_reach", "ps02_sequence_labeling", {"stacked_reach_answer": INTEGER_REACH},
+     {"stacked_reach": (True, None, ())}),
+    ("scatter_plus_transpose", "ps01_vector_sets", {"adjacency_from_edges_answer": SCATTER_PLUS_TRANSPOSE},
+     {"adjacency_from_edges": (False, "symmetrised_by_adding", ())}),
+    ("finfo_masked_weights", "ps03_relevance", {"masked_weights_answer": FINFO_MASKED_WEIGHTS},
+     {"masked_weights": (False, "filled_with_large_negative", ())}),
+    ("max_before_mask", "ps11_graphs", {"masked_softmax_answer": MAX_BEFORE_MASK},
+     {"masked_softmax": (False, "max_over_masked_entries", ())}),
+    ("matrix_power_reach", "ps11_graphs", {"reach_after_layers_answer": MATRIX_POWER_REACH},
+     {"reach_after_layers": (False, "walks_counted_overflow", ())}),
+    ("linf_head_roles", "ps06_multi_head", {"head_roles_answer": LINF_HEAD_ROLES},
+     {"head_roles": (False, "max_distance", ())}),
 ]
