@@ -77,3 +77,25 @@ def test_ps05_score_variance_grows_like_d_k():
     for d_k in (2, 32, 512):
         raw, scaled = task.reference(rng.standard_normal((d_k, 20000)), rng.standard_normal((d_k, 20000)))
         assert abs(raw / d_k - 1) < 0.05 and abs(scaled - 1) < 0.05, (d_k, raw, scaled)
+
+
+def test_ps04_permuted_outputs_reference_is_attention_run_on_the_shuffled_input():
+    """Issue 41: task 3 gets the outputs only; its reference (moving them) is what PyTorch's attention computes
+    on the shuffled input, and its hidden inputs are not outputs of the running example (nothing to recompute)."""
+    from attn_grader.catalogue import ps04_step_by_step as ps04
+
+    task = next(t for t in ps04.TASKS if t.func_name == "permuted_outputs")
+    rng = np.random.default_rng(4)
+    for d_in, d_k, d_v, n in [(3, 2, 2, 4), (5, 4, 3, 7), (2, 3, 4, 1)]:
+        a = rng.standard_normal((d_in, n))
+        W_q, W_k, W_v = (rng.standard_normal((d, d_in)) for d in (d_k, d_k, d_v))
+        perm = rng.permutation(n)
+
+        def outputs(x, W_q=W_q, W_k=W_k, W_v=W_v):  # torch, rows = positions: softmax(q k^T) v, as columns
+            x = torch.tensor(x.T)
+            q, k, v = x @ torch.tensor(W_q).T, x @ torch.tensor(W_k).T, x @ torch.tensor(W_v).T
+            return (F.softmax(q @ k.T, dim=-1) @ v).numpy().T
+
+        np.testing.assert_allclose(task.reference(outputs(a), perm), outputs(a[:, perm]), rtol=1e-10, atol=1e-12)
+    for args in task.hidden_cases():
+        assert len(args) == 2 and args[0].ndim == 2 and args[1].shape == (args[0].shape[1],)
