@@ -290,6 +290,35 @@ LINF_HEAD_ROLES = '''def head_roles(weights, tokens):
     return np.array([int(np.argmin([np.max(np.abs(w - m)) for m in maps])) for w in weights])
 '''
 
+# Issue 41: ps04's outputs moved by scattering into the inverse permutation's places (right).
+SCATTERED_PERMUTED = '''def permuted_outputs(B, perm):
+    out = np.empty_like(B)
+    out[:, np.argsort(perm)] = B
+    return out
+'''
+
+# Issue 41: ps10's table found by search, layer by layer on the computation graph (right, no formula at all).
+SEARCHED_PATH_LENGTHS = '''def path_lengths(kind, n, kappa=3):
+    P = np.full((n, n), -1)
+    for s in range(n):
+        if kind == "attention":
+            P[:, s] = 1
+            continue
+        if kind == "recurrent":
+            P[s:, s] = np.arange(1, n - s + 1)
+            continue
+        seen, layer, step = np.zeros(n, dtype=bool), 0, 1
+        seen[s] = True
+        while not seen[s:].all():
+            layer += 1
+            seen = seen | np.any([np.roll(seen, j * step) * (np.arange(n) >= j * step) for j in range(kappa)], axis=0)
+            if kind == "dilated_conv":
+                step *= kappa
+            P[s:, s] = np.where((P[s:, s] == -1) & seen[s:], layer, P[s:, s])
+        P[s, s] = max(P[s, s], 1)
+    return P
+'''
+
 OTHERS = [
     ("float32_table", "ps07_positional", {"sinusoidal_table_answer": FLOAT32_TABLE},
      {"sinusoidal_table": (True, None, ())}),
@@ -344,4 +373,8 @@ OTHERS = [
      {"reach_after_layers": (False, "walks_counted_overflow", ())}),
     ("linf_head_roles", "ps06_multi_head", {"head_roles_answer": LINF_HEAD_ROLES},
      {"head_roles": (False, "max_distance", ())}),
+    ("scattered_permuted", "ps04_step_by_step", {"permuted_outputs_answer": SCATTERED_PERMUTED},
+     {"permuted_outputs": (True, None, ())}),
+    ("searched_path_lengths", "ps10_rnn", {"path_lengths_answer": SEARCHED_PATH_LENGTHS},
+     {"path_lengths": (True, None, ())}),
 ]
