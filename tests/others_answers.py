@@ -319,6 +319,15 @@ SEARCHED_PATH_LENGTHS = '''def path_lengths(kind, n, kappa=3):
     return P
 '''
 
+# Issue 41: ps05's largest weight without forming the weights: max_j softmax(s)_j = 1 / sum_j exp(s_j - max s).
+LOGSUMEXP_PEAKS = '''def peak_weights(Q, K):
+    out = []
+    for scale in (1.0, 1.0 / np.sqrt(len(Q))):
+        s = scale * (Q.T @ K)  # (m, n): a row per query
+        out.append(np.mean(1.0 / np.exp(s - s.max(axis=1, keepdims=True)).sum(axis=1)))
+    return out[0], out[1]
+'''
+
 OTHERS = [
     ("float32_table", "ps07_positional", {"sinusoidal_table_answer": FLOAT32_TABLE},
      {"sinusoidal_table": (True, None, ())}),
@@ -377,4 +386,6 @@ OTHERS = [
      {"permuted_outputs": (True, None, ())}),
     ("searched_path_lengths", "ps10_rnn", {"path_lengths_answer": SEARCHED_PATH_LENGTHS},
      {"path_lengths": (True, None, ())}),
+    ("logsumexp_peaks", "ps05_matrix_form", {"peak_weights_answer": LOGSUMEXP_PEAKS},
+     {"peak_weights": (True, None, ())}),
 ]

@@ -70,13 +70,20 @@ def test_ps05_attention_matrix_reference_is_the_row_form_transposed():
         np.testing.assert_allclose(task.reference(Q, K), w.T, rtol=1e-10, atol=1e-12)
 
 
-def test_ps05_score_variance_grows_like_d_k():
-    """The measurement the task asks for: on standard normal pairs the raw variance is about d_k, scaled about 1."""
-    task = next(t for t in ps05.TASKS if t.func_name == "score_variance")
+def test_ps05_peak_weights_reference_is_torchs_softmax_and_the_experiment_holds():
+    """Task 4's reference is PyTorch's softmax over each query's scores, raw and scaled; on random queries and
+    keys the raw largest weight grows towards 1 with d_k while the scaled one stays put (what the task measures)."""
+    task = next(t for t in ps05.TASKS if t.func_name == "peak_weights")
     rng = np.random.default_rng(1)
+    raw, scaled = [], []
     for d_k in (2, 32, 512):
-        raw, scaled = task.reference(rng.standard_normal((d_k, 20000)), rng.standard_normal((d_k, 20000)))
-        assert abs(raw / d_k - 1) < 0.05 and abs(scaled - 1) < 0.05, (d_k, raw, scaled)
+        Q, K = rng.standard_normal((d_k, 400)), rng.standard_normal((d_k, 12))
+        scores = torch.tensor(Q.T @ K)  # (m, n): a row per query
+        expected = [F.softmax(s, dim=-1).max(dim=-1).values.mean().item() for s in (scores, scores / d_k**0.5)]
+        np.testing.assert_allclose(task.reference(Q, K), expected, rtol=1e-12)
+        raw.append(expected[0])
+        scaled.append(expected[1])
+    assert raw[0] < raw[1] < raw[2] and raw[2] > 0.9 and max(scaled) - min(scaled) < 0.05, (raw, scaled)
 
 
 def test_ps04_permuted_outputs_reference_is_attention_run_on_the_shuffled_input():
