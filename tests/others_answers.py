@@ -258,13 +258,14 @@ SCATTER_PLUS_TRANSPOSE = '''def adjacency_from_edges(edges, n_nodes, undirected=
 
 # Issue 41: masked_fill(mask, finfo.min), the commonest masking in real code (Hugging Face's models).
 FINFO_MASKED_WEIGHTS = '''def masked_weights(scores, length, causal):
-    n = scores.shape[-1]
-    keep = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
-    keep[length:, :] = False
-    keep[:, length:] = False
-    s = np.where(keep, scores, np.finfo(scores.dtype).min)
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    pos = np.arange(len(scores))
+    blocked = (pos[:, None] >= length) | (pos[None, :] >= length)
+    if causal:
+        blocked = blocked | (pos[None, :] > pos[:, None])
+    filled = scores.copy()
+    filled[blocked] = np.finfo(filled.dtype).min
+    probs = np.exp(filled - filled.max(axis=1, keepdims=True))
+    return probs / probs.sum(axis=1, keepdims=True)
 '''
 
 # Issue 41: the row's maximum taken before masking (scores - scores.max(), then the mask), a common ordering.
