@@ -41,7 +41,7 @@ from .linear import (
 )
 from .multihead import init_mha_params, merge_heads, mha_params_from_torch, multi_head_attention, split_heads
 from .positional import shift_matrix, sinusoidal_positional_encoding
-from .recurrent import path_length, rnn_forward
+from .recurrent import path_length, path_length_table, rnn_forward
 from .scores import additive_score, dot_product_score
 from .seqlabel import fcn_tag_logits, window_features, windowed_logits
 from .softmax import softmax
@@ -85,6 +85,7 @@ __all__ = [
     "online_softmax_trace",
     "patchify",
     "path_length",
+    "path_length_table",
     "relative_attention_conv",
     "rnn_forward",
     "scaled_dot_product_attention",

@@ -89,6 +89,35 @@ def path_length(kind: str, n: int, k: int = 3) -> int:
     raise ValueError(f"kind: expected one of {PATH_KINDS}, got {kind!r}")
 
 
+def path_length_table(kind: str, n: int, k: int = 3) -> np.ndarray:
+    """The shortest path from every input x_s to every output y_t: (n, n) int, entry [t - 1, s - 1].
+
+    The counts of :func:`path_length` for any pair, with ``d = t - s`` the distance back: "attention" 1 for
+    every pair (one layer links every pair, both ways); "recurrent" d + 1 (x_s -> h_s -> ... -> h_t);
+    "conv" max(1, ceil(d / (k - 1))); "dilated_conv" the smallest L >= 1 with k^L > d (L layers of dilations
+    1, k, ..., k^(L-1) reach back k^L - 1 positions).  -1 where y_t cannot depend on x_s: s after t, for the
+    recurrent and the causal convolutions.  Entry [n - 1, 0] is ``path_length(kind, n, k)``.
+    """
+    if n < 1:
+        raise ValueError(f"n: expected a sequence length >= 1, got {n}")
+    if k < 2:
+        raise ValueError(f"k: expected a kernel size >= 2, got {k}")
+    if kind not in PATH_KINDS:
+        raise ValueError(f"kind: expected one of {PATH_KINDS}, got {kind!r}")
+    d = np.arange(n)[:, None] - np.arange(n)[None, :]  # (n, n): how far back x_s lies from y_t
+    if kind == "attention":
+        return np.ones((n, n), dtype=np.int64)
+    if kind == "recurrent":
+        steps = d + 1
+    elif kind == "conv":
+        steps = np.maximum(1, -(-d // (k - 1)))
+    else:
+        steps = np.ones((n, n), dtype=np.int64)
+        while np.any(k**steps <= d):  # exact integers: one more layer where k^L positions do not reach back d
+            steps += k**steps <= d
+    return np.where(d >= 0, steps, -1).astype(np.int64)
+
+
 def dependency_graph(kind: str, n: int, k: int = 3, n_layers: int | None = None):
     """The computation graph as directed edges between nodes (layer, position).
 

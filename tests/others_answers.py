@@ -236,6 +236,99 @@ HEADS_WITHOUT_SCORES = '''def attention_as_conv(x, kernel, S):
     return conv2d_single(x, kernel), A
 '''
 
+# Issue 41: a right reach as 0/1 integers (a band matrix's powers, clipped), the layout many write for masks.
+INTEGER_REACH = '''def stacked_reach(n, r, L):
+    t = np.arange(n)
+    band = (np.abs(t[:, None] - t[None, :]) <= r).astype(int)
+    R = np.eye(n, dtype=int)
+    for _ in range(L):
+        R = np.minimum(band @ R, 1)
+    return R
+'''
+
+# Issue 41: the edge list scattered at once and symmetrised by adding the transpose.
+SCATTER_PLUS_TRANSPOSE = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    adj = np.zeros((n_nodes, n_nodes))
+    edges = np.asarray(edges, dtype=int).reshape(-1, 2)
+    adj[edges[:, 0], edges[:, 1]] = 1
+    if undirected:
+        adj = adj + adj.T
+    return adj
+'''
+
+# Issue 41: masked_fill(mask, finfo.min), the commonest masking in real code (Hugging Face's models).
+FINFO_MASKED_WEIGHTS = '''def masked_weights(scores, length, causal):
+    pos = np.arange(len(scores))
+    blocked = (pos[:, None] >= length) | (pos[None, :] >= length)
+    if causal:
+        blocked = blocked | (pos[None, :] > pos[:, None])
+    filled = scores.copy()
+    filled[blocked] = np.finfo(filled.dtype).min
+    probs = np.exp(filled - filled.max(axis=1, keepdims=True))
+    return probs / probs.sum(axis=1, keepdims=True)
+'''
+
+# Issue 41: the row's maximum taken before masking (scores - scores.max(), then the mask), a common ordering.
+MAX_BEFORE_MASK = '''def masked_softmax(scores, mask):
+    shifted = scores - np.max(scores, axis=-1, keepdims=True)
+    e = np.where(mask, np.exp(shifted), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+'''
+
+# Issue 41: walks counted with an integer matrix power (overflows int64 on a dense graph at L >= 22).
+MATRIX_POWER_REACH = '''def reach_after_layers(mask, L):
+    return np.linalg.matrix_power(np.asarray(mask, dtype=np.int64), L) > 0
+'''
+
+# Issue 41: the nearest ideal map by the largest entry-wise difference.
+LINF_HEAD_ROLES = '''def head_roles(weights, tokens):
+    n = len(tokens)
+    prev = np.eye(n, k=-1)
+    prev[0, 0] = 1
+    same = (tokens[:, None] == tokens[None, :]) / np.sum(tokens[:, None] == tokens[None, :], axis=1, keepdims=True)
+    maps = [prev, same, np.ones((n, n)) / n]
+    return np.array([int(np.argmin([np.max(np.abs(w - m)) for m in maps])) for w in weights])
+'''
+
+# Issue 41: ps04's outputs moved by scattering into the inverse permutation's places (right).
+SCATTERED_PERMUTED = '''def permuted_outputs(B, perm):
+    out = np.empty_like(B)
+    out[:, np.argsort(perm)] = B
+    return out
+'''
+
+# Issue 41: ps10's table found by search, layer by layer on the computation graph (right, no formula at all).
+SEARCHED_PATH_LENGTHS = '''def path_lengths(kind, n, kappa=3):
+    P = np.full((n, n), -1)
+    for s in range(n):
+        if kind == "attention":
+            P[:, s] = 1
+            continue
+        if kind == "recurrent":
+            P[s:, s] = np.arange(1, n - s + 1)
+            continue
+        seen, layer, step = np.zeros(n, dtype=bool), 0, 1
+        seen[s] = True
+        while not seen[s:].all():
+            layer += 1
+            seen = seen | np.any([np.roll(seen, j * step) * (np.arange(n) >= j * step) for j in range(kappa)], axis=0)
+            if kind == "dilated_conv":
+                step *= kappa
+            P[s:, s] = np.where((P[s:, s] == -1) & seen[s:], layer, P[s:, s])
+        P[s, s] = max(P[s, s], 1)
+    return P
+'''
+
+# Issue 41: ps05's largest weight without forming the weights: max_j softmax(s)_j = 1 / sum_j exp(s_j - max s).
+LOGSUMEXP_PEAKS = '''def peak_weights(Q, K):
+    out = []
+    for scale in (1.0, 1.0 / np.sqrt(len(Q))):
+        s = scale * (Q.T @ K)  # (m, n): a row per query
+        out.append(np.mean(1.0 / np.exp(s - s.max(axis=1, keepdims=True)).sum(axis=1)))
+    return out[0], out[1]
+'''
+
 OTHERS = [
     ("float32_table", "ps07_positional", {"sinusoidal_table_answer": FLOAT32_TABLE},
      {"sinusoidal_table": (True, None, ())}),
@@ -275,7 +368,25 @@ OTHERS = [
     ("conv_not_attention", "ps09_cnn", {"attention_as_conv_answer": CONV_NOT_ATTENTION},
      {"attention_as_conv": (False, None, ())}),
     ("heads_without_scores", "ps09_cnn", {"attention_as_conv_answer": HEADS_WITHOUT_SCORES},
-     {"attention_as_conv": (False, None, ())}),
+     {"attention_as_conv": (False, "scores_ignored", ())}),
     ("valid_conv_raising", "ps09_cnn", {"conv2d_single_answer": VALID_CONV_RAISING},
      {"conv2d_single": (False, "padding_forgotten", ())}),
+    ("integer_reach", "ps02_sequence_labeling", {"stacked_reach_answer": INTEGER_REACH},
+     {"stacked_reach": (True, None, ())}),
+    ("scatter_plus_transpose", "ps01_vector_sets", {"adjacency_from_edges_answer": SCATTER_PLUS_TRANSPOSE},
+     {"adjacency_from_edges": (False, "symmetrised_by_adding", ())}),
+    ("finfo_masked_weights", "ps03_relevance", {"masked_weights_answer": FINFO_MASKED_WEIGHTS},
+     {"masked_weights": (False, "filled_with_large_negative", ())}),
+    ("max_before_mask", "ps11_graphs", {"masked_softmax_answer": MAX_BEFORE_MASK},
+     {"masked_softmax": (False, "max_over_masked_entries", ())}),
+    ("matrix_power_reach", "ps11_graphs", {"reach_after_layers_answer": MATRIX_POWER_REACH},
+     {"reach_after_layers": (False, "walks_counted_overflow", ())}),
+    ("linf_head_roles", "ps06_multi_head", {"head_roles_answer": LINF_HEAD_ROLES},
+     {"head_roles": (False, "max_distance", ())}),
+    ("scattered_permuted", "ps04_step_by_step", {"permuted_outputs_answer": SCATTERED_PERMUTED},
+     {"permuted_outputs": (True, None, ())}),
+    ("searched_path_lengths", "ps10_rnn", {"path_lengths_answer": SEARCHED_PATH_LENGTHS},
+     {"path_lengths": (True, None, ())}),
+    ("logsumexp_peaks", "ps05_matrix_form", {"peak_weights_answer": LOGSUMEXP_PEAKS},
+     {"peak_weights": (True, None, ())}),
 ]

@@ -70,10 +70,39 @@ def test_ps05_attention_matrix_reference_is_the_row_form_transposed():
         np.testing.assert_allclose(task.reference(Q, K), w.T, rtol=1e-10, atol=1e-12)
 
 
-def test_ps05_score_variance_grows_like_d_k():
-    """The measurement the task asks for: on standard normal pairs the raw variance is about d_k, scaled about 1."""
-    task = next(t for t in ps05.TASKS if t.func_name == "score_variance")
+def test_ps05_peak_weights_reference_is_torchs_softmax_and_the_experiment_holds():
+    """Task 4's reference is PyTorch's softmax over each query's scores, raw and scaled; on random queries and
+    keys the raw largest weight grows towards 1 with d_k while the scaled one stays put (what the task measures)."""
+    task = next(t for t in ps05.TASKS if t.func_name == "peak_weights")
     rng = np.random.default_rng(1)
+    raw, scaled = [], []
     for d_k in (2, 32, 512):
-        raw, scaled = task.reference(rng.standard_normal((d_k, 20000)), rng.standard_normal((d_k, 20000)))
-        assert abs(raw / d_k - 1) < 0.05 and abs(scaled - 1) < 0.05, (d_k, raw, scaled)
+        Q, K = rng.standard_normal((d_k, 400)), rng.standard_normal((d_k, 12))
+        scores = torch.tensor(Q.T @ K)  # (m, n): a row per query
+        expected = [F.softmax(s, dim=-1).max(dim=-1).values.mean().item() for s in (scores, scores / d_k**0.5)]
+        np.testing.assert_allclose(task.reference(Q, K), expected, rtol=1e-12)
+        raw.append(expected[0])
+        scaled.append(expected[1])
+    assert raw[0] < raw[1] < raw[2] and raw[2] > 0.9 and max(scaled) - min(scaled) < 0.05, (raw, scaled)
+
+
+def test_ps04_permuted_outputs_reference_is_attention_run_on_the_shuffled_input():
+    """Issue 41: task 3 gets the outputs only; its reference (moving them) is what PyTorch's attention computes
+    on the shuffled input, and its hidden inputs are not outputs of the running example (nothing to recompute)."""
+    from attn_grader.catalogue import ps04_step_by_step as ps04
+
+    task = next(t for t in ps04.TASKS if t.func_name == "permuted_outputs")
+    rng = np.random.default_rng(4)
+    for d_in, d_k, d_v, n in [(3, 2, 2, 4), (5, 4, 3, 7), (2, 3, 4, 1)]:
+        a = rng.standard_normal((d_in, n))
+        W_q, W_k, W_v = (rng.standard_normal((d, d_in)) for d in (d_k, d_k, d_v))
+        perm = rng.permutation(n)
+
+        def outputs(x, W_q=W_q, W_k=W_k, W_v=W_v):  # torch, rows = positions: softmax(q k^T) v, as columns
+            x = torch.tensor(x.T)
+            q, k, v = x @ torch.tensor(W_q).T, x @ torch.tensor(W_k).T, x @ torch.tensor(W_v).T
+            return (F.softmax(q @ k.T, dim=-1) @ v).numpy().T
+
+        np.testing.assert_allclose(task.reference(outputs(a), perm), outputs(a[:, perm]), rtol=1e-10, atol=1e-12)
+    for args in task.hidden_cases():
+        assert len(args) == 2 and args[0].ndim == 2 and args[1].shape == (args[0].shape[1],)

@@ -1,5 +1,6 @@
 """Issue 29: problem sets 6 to 11 use the book's symbols (the second edition's notation scheme), not the papers'
-ones they used before, in the English text cells and in the catalogue messages."""
+ones they used before, in the English text cells and in the catalogue messages; issue 41: problem set 1 too (it
+wrote V for the vocabulary's size and A for the adjacency matrix, the book's values and scores)."""
 
 import importlib
 import re
@@ -11,6 +12,8 @@ from solutions import cells
 
 #: What each set wrote before, and the book's symbol now: a pattern that must not appear any more.
 OLD = {
+    "ps01_vector_sets": [r"\$V\b", r"\^V\b", r"[(,] ?V\)", r"\(V,", r"adjacency matrix \$A", r"\$A\$ is symmetric",
+                         r"\$A_", r"\bA\[", r"\$N\b"],
     "ps06_multi_head": [r"\bd_h\b", r"head \$t\$", r"q\^\{i,t\}", r"\bW_o\b", r"\(h, n, d_h\)"],
     "ps07_positional": [r"PE_", r"\bPE\[", r"\\omega_i", r"\bM_k\b", r"\bw_i\b", r"10000\^\(-2i/d\)"],
     "ps08_speech_images": [r"half-width", r"\$w\$", r"\(H, W, C\)", r"H \\times W", r"patch \(a, b\)"],
@@ -38,6 +41,9 @@ def test_the_set_uses_the_books_symbols(assignment):
 
 
 def test_the_check_finds_the_old_symbols():
+    assert old_symbols("ps01_vector_sets", r"$\mathrm{onehot}(i) \in \mathbb{R}^V$, shape `(n, V)`, $A_{ij} = 1$")
+    assert old_symbols("ps01_vector_sets", "the result has one column per word (shape (V, n))")
+    assert not old_symbols("ps01_vector_sets", r"$|\mathcal V|$ words, `adj[i, j] = 1`, shape (n, vocab_size)")
     assert old_symbols("ps07_positional", r"$PE_{pos,2i} = \sin(pos\,\omega_i)$, $M_k$")
     assert old_symbols("ps10_rnn", r"$h_t = \tanh(W_{xh} x_t + W_{hh} h_{t-1} + b)$")
     assert old_symbols("ps11_graphs", r"e_{ij} = LeakyReLU(a_dst . W x_i + a_src . W x_j)")

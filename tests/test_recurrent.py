@@ -10,6 +10,7 @@ from attn_ref.recurrent import (
     birnn_forward,
     dependency_graph,
     path_length,
+    path_length_table,
     rnn_forward,
     shortest_path_length,
 )
@@ -85,3 +86,27 @@ def test_bad_shapes_raise():
         rnn_forward(np.zeros(3), np.zeros((2, 3)), np.zeros((2, 2)), np.zeros(2))
     with pytest.raises(ValueError, match=r"d_h=2"):
         rnn_forward(np.zeros((4, 3)), np.zeros((2, 3)), np.zeros((3, 3)), np.zeros(2))
+
+
+def _layers_needed(kind, n, k, s, t, most=12):
+    """By breadth-first search: the fewest layers of ``kind`` through which x_s reaches y_t (the path's length),
+    -1 if none does (the recurrent and the attention graphs are one layer: the path length is the search's)."""
+    if kind in ("attention", "recurrent"):
+        length = shortest_path_length(dependency_graph(kind, n, k, n_layers=1)[1], (0, s), (1, t))
+        return -1 if math.isinf(length) else length
+    for layers in range(1, most + 1):
+        if not math.isinf(shortest_path_length(dependency_graph(kind, n, k, n_layers=layers)[1], (0, s), (layers, t))):
+            return layers
+    return -1
+
+
+@pytest.mark.parametrize("kind", ["attention", "recurrent", "conv", "dilated_conv"])
+@pytest.mark.parametrize("n,k", [(1, 2), (7, 2), (10, 3), (9, 4)])
+def test_path_length_table_is_the_dependency_graphs_shortest_paths(kind, n, k):
+    """Issue 41 (ps10's table): every entry is what a breadth-first search finds on the computation graph; the
+    last row's first entry is path_length's a^1 -> b^n."""
+    table = path_length_table(kind, n, k)
+    assert table.shape == (n, n) and table.dtype.kind == "i"
+    expected = [[_layers_needed(kind, n, k, s, t) for s in range(n)] for t in range(n)]
+    np.testing.assert_array_equal(table, expected)
+    assert table[n - 1, 0] == path_length(kind, n, k)

@@ -91,7 +91,9 @@ def test_independent_answers_are_not_reported_and_their_copies_are(assignment):
 def test_matching_lines_are_the_students_own_not_the_starter(ps04):
     answers, starters = ps04
     sol = answers["solution"]
-    pairs = similarity.compare({"a": sol, "b": {g: disguise(s) for g, s in sol.items()}}, starters)
+    # renamed, not reordered: ps04's answers are short since issue 41 (task 3 is one line), and a reordered copy of
+    # so little code is winnowing's known miss (README, "Who copied from whom")
+    pairs = similarity.compare({"a": sol, "b": {g: renamed(s) for g, s in sol.items()}}, starters)
     cell = next(c for c in pairs[0].cells if c.cell == "output_for_query_answer")
     lines = cell.code_a.splitlines()
     marked = [lines[n - 1].strip() for n in cell.lines_a]

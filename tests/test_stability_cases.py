@@ -34,7 +34,7 @@ UNSHIFTED = {"ps12_efficient.online_softmax": "max_not_subtracted"}
 #: What the issue named as normalising; the catalogues' lists must hold at least these.
 EXPECTED = {
     "ps03_relevance.softmax", "ps03_relevance.masked_weights", "ps04_step_by_step.output_for_query",
-    "ps04_step_by_step.permuted_outputs", "ps05_matrix_form.attention_matrix", "ps05_matrix_form.self_attention_rows",
+    "ps05_matrix_form.attention_matrix", "ps05_matrix_form.self_attention_rows", "ps05_matrix_form.peak_weights",
     "ps06_multi_head.multi_head_attention", "ps08_speech_images.truncated_attention",
     "ps11_graphs.masked_softmax", "ps11_graphs.graph_attention", "ps12_efficient.online_softmax",
     "ps12_efficient.online_step", "ps12_efficient.blocked_attention",
@@ -97,9 +97,8 @@ SCORES = {
     "ps03_relevance.masked_weights": lambda scores, length, causal: np.where(_masks(len(scores), length, causal),
                                                                             scores, np.nan),
     "ps04_step_by_step.output_for_query": lambda a, i, W_q, W_k, W_v: _rows((W_k @ a).T @ (W_q @ a[:, i])),
-    "ps04_step_by_step.permuted_outputs":  # a row per query of the shuffled input
-        lambda a, perm, W_q, W_k, W_v: (W_q @ a[:, perm]).T @ (W_k @ a[:, perm]),
     "ps05_matrix_form.attention_matrix": lambda Q, K: (K.T @ Q).T / np.sqrt(K.shape[0]),  # a row per query
+    "ps05_matrix_form.peak_weights": lambda Q, K: (K.T @ Q).T / np.sqrt(K.shape[0]),  # the scaled; raw: twice
     "ps05_matrix_form.self_attention_rows":
         lambda X, W_q, W_k, W_v: _rows((X @ W_q.T) @ np.swapaxes(X @ W_k.T, -1, -2) / np.sqrt(W_q.shape[0])),
     "ps06_multi_head.multi_head_attention": lambda X, W_q, W_k, W_v, W_o, h: _rows(

@@ -160,7 +160,7 @@ def test_the_task_4_reference_is_the_attention_layer_of_the_reference_in_the_har
     ("ps12_efficient", {"blocked_attention_answer": COPIED_BLOCKED}, {"blocked_attention": "blocks_copied"}),
     ("ps09_cnn", {}, {"attention_as_conv": ""}),
     ("ps09_cnn", {"attention_as_conv_answer": CONV_NOT_ATTENTION}, {"attention_as_conv": "unrecognised"}),
-    ("ps09_cnn", {"attention_as_conv_answer": HEADS_WITHOUT_SCORES}, {"attention_as_conv": "unrecognised"}),
+    ("ps09_cnn", {"attention_as_conv_answer": HEADS_WITHOUT_SCORES}, {"attention_as_conv": "scores_ignored"}),
 ], ids=["ps12_solution", "ps12_bypasses", "ps12_two_passes", "ps12_copies", "ps09_solution", "ps09_bypass",
         "ps09_no_scores"])
 def test_the_recheck_in_its_sandbox_fails_the_bypasses(assignment, answers, expect):

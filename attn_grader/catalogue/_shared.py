@@ -10,6 +10,13 @@ def qkv_weights(rng: np.random.Generator, d_in: int, d_k: int, d_v: int) -> tupl
     return (rng.standard_normal((d_k, d_in)), rng.standard_normal((d_k, d_in)), rng.standard_normal((d_v, d_in)))
 
 
+def random_mask(rng: np.random.Generator, n: int, p: float = 0.4) -> np.ndarray:
+    """An (n, n) boolean mask, each entry True with probability p, the diagonal True (every node attends to itself)."""
+    mask = rng.random((n, n)) < p
+    mask[np.arange(n), np.arange(n)] = True
+    return mask
+
+
 def edited(source: str, *changes: tuple[str, str]) -> str:
     """``source`` (a right answer cell) with every ``(old, new)`` change made, in order.
 

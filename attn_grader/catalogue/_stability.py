@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._shared import random_mask
+
 #: The size of the large scores: exp(OFFSET) overflows float64 (exp(709.8) is the largest finite).
 OFFSET = 1000.0
 
@@ -104,6 +106,15 @@ def projections(rng: np.random.Generator, n: int, d_in: int, d_k: int, d_v: int,
     return x, W_q, W_k, W_v
 
 
+def wide_masked_scores(rng: np.random.Generator, n: int, p: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
+    """Scores near +1000 in some columns and -1000 in the others, and a random mask (the diagonal allowed) that
+    lets every query attend to one of each."""
+    scores_ = scores(rng, (n, n), wide=True)
+    mask = random_mask(rng, n, p)
+    mask[:, [np.argmax(scores_[0]), np.argmin(scores_[0])]] = True
+    return scores_, mask
+
+
 def nan_on_masked_row(what: str = "a row whose entries are all masked", row: str = "row") -> str:
     """The message of ``nan_on_masked_row``: why a fully masked row gave NaN, and what to do instead."""
     return (f"{what} gave NaN: its maximum is -inf, and -inf - (-inf) is NaN (then 0 / 0); such a {row} has "
@@ -123,3 +134,11 @@ def shifted_by_min(where: str = "each row's") -> str:
     return (f"{where} minimum was subtracted before exp instead of the maximum: exp(s - min s) reaches "
             f"exp(max s - min s), which overflows once the scores spread over more than about 709 (scores "
             f"near +1000 and -1000); subtract the maximum, so that every exponent is <= 0")
+
+
+def filled_with_large_negative(where: str, row: str = "a row whose entries are all masked", what: str = "key") -> str:
+    """The message of a mask filled with a large finite negative number (-1e9, finfo.min, -9e15) instead of -inf,
+    the commonest masking in real code: right wherever a row has an allowed entry, uniform on a fully masked row."""
+    return (f"the masked scores were filled with a large negative number ({where}) instead of -inf: {row} then "
+            f"gets the uniform weight 1/n on every {what} instead of zero weights; fill with -inf, and give a row "
+            f"with no allowed entry zeros")

@@ -30,7 +30,7 @@ def _ref_one_hot(indices, vocab_size):
 
 
 def _cases_one_hot(rng):
-    cases = [(rng.integers(0, 4, size=6), 9)]  # largest index < V - 1: the vocabulary is not the data's
+    cases = [(rng.integers(0, 4, size=6), 9)]  # largest index < vocab_size - 1: the vocabulary is not the data's
     for n, V in [(10, 7), (1, 5), (3, 1), (12, 30)]:
         cases.append((rng.integers(0, V, size=n), V))
     cases.append((np.array([4, 0, 4, 2]), 5))  # repeated words, first and last index
@@ -38,8 +38,8 @@ def _cases_one_hot(rng):
 
 
 ONE_HOT_MISTAKES = (
-    Mistake("transposed", "the result has one column per word (shape (V, n)); it should have one row per word, "
-            "shape (n, V)",
+    Mistake("transposed", "the result has one column per word (shape (vocab_size, n)); it should have one row per "
+            "word, shape (n, vocab_size)",
             '''def one_hot(indices, vocab_size):
     return np.eye(vocab_size)[:, indices]
 '''),
@@ -49,7 +49,7 @@ ONE_HOT_MISTAKES = (
     return np.eye(vocab_size)[np.asarray(indices) - 1]
 '''),
     Mistake("vocab_from_data", "the vector length was taken from the largest index seen (max + 1) instead of "
-            "vocab_size; every vector must have length V even if some words do not occur",
+            "vocab_size; every vector must have length |𝒱| = vocab_size even if some words do not occur",
             '''def one_hot(indices, vocab_size):
     indices = np.asarray(indices)
     return np.eye(indices.max() + 1)[indices]
@@ -172,44 +172,54 @@ def _cases_adjacency(rng):
         cases.append((edges, n, False))
     cases.append((np.array([[0, 1], [1, 0], [0, 1], [2, 3]]), 4, True))  # repeated edges
     cases.append((np.array([[0, 1], [2, 2]]), 3, False))  # a listed self loop is kept
+    cases.append((np.array([[0, 1], [2, 2]]), 3, True))  # a self loop in an undirected graph is 1, not 2
     cases.append((np.zeros((0, 2), dtype=int), 3, True))  # no edges at all
     return cases
 
 
 #: The edge list read right: each mistake below changes one line of it.
 _ADJACENCY = '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
+    adj = np.zeros((n_nodes, n_nodes))
     for i, j in edges:
-        A[i, j] = 1.0
+        adj[i, j] = 1.0
         if undirected:
-            A[j, i] = 1.0
-    return A
+            adj[j, i] = 1.0
+    return adj
 '''
 
 ADJACENCY_MISTAKES = (
-    Mistake("directed_only", "only A[i, j] was set for an edge (i, j); with undirected=True A[j, i] = 1 too, "
-            "so A is symmetric",
-            edited(_ADJACENCY, ("        if undirected:\n            A[j, i] = 1.0\n", ""))),
+    Mistake("directed_only", "only adj[i, j] was set for an edge (i, j); with undirected=True adj[j, i] = 1 too, "
+            "so adj is symmetric",
+            edited(_ADJACENCY, ("        if undirected:\n            adj[j, i] = 1.0\n", ""))),
     Mistake("always_symmetric", "the matrix was made symmetric although undirected=False; a directed edge "
-            "(i, j) sets only A[i, j]",
-            edited(_ADJACENCY, ("        if undirected:\n            A[j, i]", "        A[j, i]"))),
+            "(i, j) sets only adj[i, j]",
+            edited(_ADJACENCY, ("        if undirected:\n            adj[j, i]", "        adj[j, i]"))),
     Mistake("self_loops_added", "ones were put on the diagonal (self loops); only the listed edges are 1",
             edited(_ADJACENCY, ("np.zeros((n_nodes, n_nodes))", "np.eye(n_nodes)"))),
     Mistake("edges_counted", "repeated edges were counted (entries 2 or more); an entry is 1 if there is an "
             "edge, whatever the number of times it is listed",
             edited(_ADJACENCY, ("] = 1.0", "] += 1.0"))),
     Mistake("one_based", "the node numbers were treated as counting from 1; the edges use 0-based indices",
-            edited(_ADJACENCY, ("A[i, j]", "A[i - 1, j - 1]"), ("A[j, i]", "A[j - 1, i - 1]"))),
+            edited(_ADJACENCY, ("adj[i, j]", "adj[i - 1, j - 1]"), ("adj[j, i]", "adj[j - 1, i - 1]"))),
+    Mistake("symmetrised_by_adding", "the matrix was made symmetric by adding its transpose (adj + adj.T): an "
+            "edge listed in both directions, or a self loop, then gets 2; an entry is 1 if there is an edge either "
+            "way (the larger of the two entries, not their sum)",
+            '''def adjacency_from_edges(edges, n_nodes, undirected=True):
+    adj = np.zeros((n_nodes, n_nodes))
+    for i, j in edges:
+        adj[i, j] = 1.0
+    return adj + adj.T if undirected else adj
+'''),
     Mistake("edges_counted_then_max", "repeated edges were counted (entries 2 or more), and the matrix was then "
-            "made symmetric with the larger of A[i, j] and A[j, i]; an entry is 1 if there is an edge, whatever "
+            "made symmetric with the larger of adj[i, j] and adj[j, i]; an entry is 1 if there is an edge, whatever "
             "the number of times it is listed",
             '''def adjacency_from_edges(edges, n_nodes, undirected=True):
-    A = np.zeros((n_nodes, n_nodes))
+    adj = np.zeros((n_nodes, n_nodes))
     for i, j in edges:
-        A[i, j] += 1.0
+        adj[i, j] += 1.0
     if undirected:
-        A = np.maximum(A, A.T)
-    return A
+        adj = np.maximum(adj, adj.T)
+    return adj
 '''),
 )
 

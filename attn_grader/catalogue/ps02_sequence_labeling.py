@@ -215,6 +215,9 @@ REACH_MISTAKES = (
     Mistake("radius_plus_layers", "the layers were added to the radius (|t − s| ≤ r + L − 1); the reaches "
             "add up layer by layer: L layers of radius r reach L r",
             edited(_REACH, ("<= L * r", "<= r + L - 1"))),
+    Mistake("reach_to_the_power", "the reach was taken as r to the power L (|t − s| ≤ r ** L), as if each layer "
+            "multiplied the radius; each stacked layer adds r positions on each side: L layers of radius r reach L r",
+            edited(_REACH, ("<= L * r", "<= r ** L"))),
     Mistake("reach_doubled", "the reach was counted on both sides twice (|t − s| ≤ 2 L r); L layers of radius "
             "r reach L r positions to the left and L r to the right",
             edited(_REACH, ("<= L * r", "<= 2 * L * r"))),

@@ -284,6 +284,10 @@ MASKED_MISTAKES = (
     p = e / e.sum(axis=-1, keepdims=True) * allowed
     return p / (p.sum(axis=-1, keepdims=True) + 1e-13)
 '''),
+    Mistake("filled_with_large_negative", _stability.filled_with_large_negative(
+        "-1e9 or np.finfo(float).min, as masked_fill(mask, -1e9) does", "a padded query's row, whose keys are all "
+        "masked,"),
+            edited(_MASKED, ("np.where(allowed, scores, -np.inf)", "np.where(allowed, scores, -1e9)"))),
     Mistake("nan_on_masked_row", _stability.nan_on_masked_row(
         "a padded query's row, whose scores are all masked (-inf),"),
             edited(_MASKED, ("    m = np.where(np.isneginf(m), 0.0, m)\n", ""),

@@ -5,8 +5,8 @@ v^j = W^v a^j, alpha_{i,j} = q^i . k^j (the lecture's unscaled dot product), alp
 softmax(alpha_{i,.}), b^i = sum_j alpha'_{i,j} v^j.  Inputs use the lecture's column layout:
 a (d_in, n) holds a^1..a^n as columns; weights have nn.Linear's shape (d_out, d_in).  The setup cell
 gives q/k/v of every column (``queries_keys_values``) and a tested ``softmax``: the tasks are the scores
-(task 1), the output b^i (task 2) and the outputs of a shuffled input (task 3, permutation equivariance:
-they move with their inputs).
+(task 1), the output b^i (task 2) and, from the outputs alone (no input, no weights: attention cannot be run
+again), the outputs of a shuffled input (task 3, permutation equivariance: they move with their inputs).
 References: :func:`attn_ref.attention.attend_one` with ``scale=1.0`` and :func:`attn_ref.softmax.softmax`.
 """
 
@@ -45,7 +45,7 @@ assert np.allclose(softmax(np.array([1e4, 1e4 - np.log(3.0), -1e4])), [0.75, 0.2
 '''
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
 #: ``shifted_by_min`` (tests/test_stability_cases.py).
-NORMALISING = ("output_for_query", "permuted_outputs")
+NORMALISING = ("output_for_query",)
 
 
 # --- task 1: the raw scores alpha_{i,1..n} ------------------------------------------------------
@@ -172,59 +172,47 @@ OUTPUT_MISTAKES = (
 )
 
 
-# --- task 3: the outputs of a shuffled input -----------------------------------------------------
+# --- task 3: the outputs of a shuffled input, from the outputs alone ----------------------------
 
-def _ref_permuted(a, perm, W_q, W_k, W_v):
-    shuffled = np.asarray(a, dtype=float)[:, perm]
-    return np.stack([attend_one(shuffled, j, W_q, W_k, W_v, scale=1.0).b for j in range(shuffled.shape[1])], axis=1)
+def _ref_permuted(B, perm):
+    """The outputs of the shuffled input a[:, perm], given only the outputs B = [b^1 ... b^n] of the original order:
+    self-attention is permutation-equivariant, so column j is b of the original column perm[j]
+    (tests/test_catalogue_ps03_ps05.py holds this against attention run on the shuffled input)."""
+    return np.asarray(B, dtype=float)[:, np.asarray(perm)]
 
 
 def _cases_permuted(rng):
+    """Outputs B of any (d_v, n), never ones of the running example: nothing here can be recomputed, only moved."""
     cases = []
-    for d_in, d_k, d_v, n in [(3, 2, 2, 4), (4, 3, 5, 6), (2, 2, 3, 3), (5, 4, 2, 7), (3, 2, 2, 1)]:
+    for d_v, n in [(2, 5), (3, 3), (4, 6), (6, 4), (2, 1), (5, 7)]:
         perm = rng.permutation(n)
         if n > 2 and (np.array_equal(np.argsort(perm), perm) or np.array_equal(perm, np.arange(n))):
             perm = np.roll(np.arange(n), 1)  # not its own inverse (nor the identity): every mistake shows
-        cases.append((rng.standard_normal((d_in, n)), perm, *qkv_weights(rng, d_in, d_k, d_v)))
-    # large scores (the lecture's unscaled q^i . k^j): every score near +1000, then near +1000 and -1000,
-    # then queries whose scores are all near -1000 (every exp underflows to 0) beside queries near +1000
-    for n, wide, rows_signed in [(5, False, False), (6, True, False), (5, False, True)]:
-        x, W_q, W_k, W_v = _stability.projections(rng, n, 3, 4, 2, wide=wide, scale=1.0, rows_signed=rows_signed)
-        cases.append((x.T, np.roll(rng.permutation(n), 1), W_q, W_k, W_v))
+        cases.append((rng.standard_normal((d_v, n)), perm))
     return cases
 
 
-#: The right answer, self-contained; each mistake below edits it.
-_PERMUTED = '''def permuted_outputs(a, perm, W_q, W_k, W_v):
-    shuffled = a[:, perm]
-    Q, K, V = W_q @ shuffled, W_k @ shuffled, W_v @ shuffled
-    alpha = K.T @ Q
-    e = np.exp(alpha - alpha.max(axis=0, keepdims=True))
-    return V @ (e / e.sum(axis=0, keepdims=True))
+#: The right answer; each mistake below edits it.
+_PERMUTED = '''def permuted_outputs(B, perm):
+    return B[:, perm]
 '''
 
 PERMUTED_MISTAKES = (
-    Mistake("not_shuffled", "the outputs of the original order were returned; column j must be the output for "
-            "the query in column j of the shuffled input a[:, perm] (it is b of the original column perm[j])",
-            edited(_PERMUTED, ("shuffled = a[:, perm]", "shuffled = a"))),
-    Mistake("inverse_permutation", "the input was shuffled with the inverse permutation (column perm[j] of the "
-            "result holds original column j); the shuffled input is a[:, perm]: its column j is the original "
-            "column perm[j]",
-            edited(_PERMUTED, ("shuffled = a[:, perm]", "shuffled = a[:, np.argsort(perm)]"))),
-    Mistake("values_not_shuffled", "the weights were computed on the shuffled input but applied to the values of "
-            "the original order; the weight of key j belongs to the value of the same vector, vʲ",
-            edited(_PERMUTED, ("V = ", "V_shuffled = "), ("return V @", "V = W_v @ a\n    return V @"))),
-    Mistake("scaled_by_sqrt_dk", "the scores were divided by √d_k; this task uses the lecture's plain dot "
-            "product αᵢⱼ = qⁱ · kʲ, as in task 2",
-            edited(_PERMUTED, ("alpha = K.T @ Q", "alpha = K.T @ Q / np.sqrt(W_q.shape[0])"))),
-    Mistake("not_stabilised", _stability.not_stabilised("each query's"),
-            edited(_PERMUTED, ("e = np.exp(alpha - alpha.max(axis=0, keepdims=True))", "e = np.exp(alpha)"))),
-    Mistake("shifted_by_min", _stability.shifted_by_min("each query's"),
-            edited(_PERMUTED, ("alpha.max(axis=0, keepdims=True)", "alpha.min(axis=0, keepdims=True)"))),
-    Mistake("softmax_over_queries", "the softmax normalised each key's scores over the queries (the wrong axis "
-            "of the n × n scores); each query's weights α′ᵢ,· over the keys j must sum to 1",
-            edited(_PERMUTED, ("alpha.max(axis=0, keepdims=True)", "alpha.max(axis=1, keepdims=True)"),
-                   ("e.sum(axis=0, keepdims=True)", "e.sum(axis=1, keepdims=True)"))),
+    Mistake("not_shuffled", "the outputs were returned in their original order, as if shuffling the input changed "
+            "nothing; self-attention ignores the order, so each output moves with its input: column j of the "
+            "result is the output of the shuffled input's column j, the original column perm[j], so B[:, perm]",
+            edited(_PERMUTED, ("B[:, perm]", "B.copy()"))),
+    Mistake("inverse_permutation", "the outputs were moved with the inverse permutation (column perm[j] of the "
+            "result holds output j); the shuffled input's column j is the original column perm[j], and its output "
+            "is bʲ of that column: B[:, perm]",
+            edited(_PERMUTED, ("B[:, perm]", "B[:, np.argsort(perm)]"))),
+    Mistake("rows_shuffled", "the rows of B were shuffled (its d_v features); the outputs are the columns "
+            "b¹ … bⁿ, one per position, so the positions are the columns to move: B[:, perm]",
+            edited(_PERMUTED, ("B[:, perm]", "B[perm]"))),
+    Mistake("outputs_averaged", "every output was replaced by the mean of the outputs, as if shuffling mixed them; "
+            "each output bⁱ depends on its own query qⁱ and on the set of keys and values, which a shuffle does not "
+            "change, so it stays bⁱ and moves with its input",
+            edited(_PERMUTED, ("B[:, perm]", "np.repeat(B.mean(axis=1, keepdims=True), B.shape[1], axis=1)"))),
 )
 
 

@@ -4,8 +4,8 @@ Practises the chapter "Matrix form" (矩阵形式): in the lecture's column layo
 a^1..a^n as columns, Q = W^q I, K = W^k I, V = W^v I, A = K^T Q (scaled by 1/sqrt(d_k)),
 A' = softmax of each column, O = V A'; in PyTorch's row layout X (..., n, d_in),
 softmax(Q K^T / sqrt(d_k)) V with Q = X W_q^T.  Weights have nn.Linear's shape (d_out, d_in).
-References: :func:`attn_ref.softmax.softmax` (A'), :func:`attn_ref.attention.self_attention`; the
-variance of the scores q^i . k^i against d_k (task 4), measured on given samples.
+References: :func:`attn_ref.softmax.softmax` (A'), :func:`attn_ref.attention.self_attention`; task 4 measures
+what the scale does: the mean largest weight max_j α'_{i,j} of a softmax over raw and over scaled scores.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ EXAMPLE = running_example("I")
 SETUP = "import numpy as np\n\n" + EXAMPLE + GIVEN_SOFTMAX
 #: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
 #: ``shifted_by_min`` (tests/test_stability_cases.py).
-NORMALISING = ("attention_matrix", "self_attention_rows")
+NORMALISING = ("attention_matrix", "self_attention_rows", "peak_weights")
 
 
 # --- task 1: Q, K, V ----------------------------------------------------------------------------
@@ -171,45 +171,60 @@ ROWS_MISTAKES = (
 )
 
 
-# --- task 4: measure the variance of the scores against d_k ------------------------------------
+# --- task 4: what the scale does to the softmax, measured -----------------------------------------
 
-def _ref_variance(Q, K):
+def _ref_peaks(Q, K):
+    """The mean over the m queries of the largest weight max_j α'ᵢⱼ, from the raw scores A = Kᵀ Q and from the
+    scaled ones A / sqrt(d_k) (column i of A holds query i's scores; the softmax runs over the keys j)."""
     Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)
-    s = np.sum(Q * K, axis=0)  # q^i . k^i for every pair i
-    return np.var(s), np.var(s / np.sqrt(Q.shape[0]))
+    A = K.T @ Q  # (n, m)
+    return tuple(float(softmax(S, axis=0).max(axis=0).mean()) for S in (A, A / np.sqrt(Q.shape[0])))
 
 
-def _cases_variance(rng):
+def _cases_peaks(rng):
     cases = []
-    for d_k, m in [(4, 50), (16, 40), (1, 30), (64, 20), (3, 3)]:  # m != d_k: the axes cannot be confused
-        cases.append((rng.standard_normal((d_k, m)), rng.standard_normal((d_k, m))))
-    cases.append((rng.uniform(0.0, 2.0, (5, 12)), rng.uniform(-1.0, 3.0, (5, 12))))  # not centred at 0
+    for d_k, n, m in [(4, 6, 30), (64, 16, 20), (1, 3, 10), (256, 5, 12), (3, 3, 3)]:  # n != m: no axis confusion
+        cases.append((rng.standard_normal((d_k, m)), rng.standard_normal((d_k, n))))
+    # scaled scores near +1000 (a few units apart), then near +1000 and -1000, then every query's all near -1000
+    for n, wide, rows_signed in [(5, False, False), (6, True, False), (5, False, True)]:
+        Q, K = _stability.query_keys(rng, 4, n, 4, wide=wide, rows_signed=rows_signed)
+        cases.append((Q.T, K.T))
     return cases
 
 
-#: The right answer; each mistake below edits it.
-_VARIANCE = '''def score_variance(Q, K):
+#: The right answer, with its own stable softmax; each mistake below edits it.
+_PEAKS = '''def peak_weights(Q, K):
     d_k = Q.shape[0]
-    s = np.sum(Q * K, axis=0)
-    return np.var(s), np.var(s / np.sqrt(d_k))
+    A = K.T @ Q
+    peaks = []
+    for S in (A, A / np.sqrt(d_k)):
+        e = np.exp(S - S.max(axis=0, keepdims=True))
+        w = e / e.sum(axis=0, keepdims=True)
+        peaks.append(w.max(axis=0).mean())
+    return tuple(peaks)
 '''
 
-VARIANCE_MISTAKES = (
-    Mistake("std_not_variance", "the standard deviation was returned instead of the variance (np.std); the "
-            "variance is the mean squared distance from the mean, np.var",
-            edited(_VARIANCE, ("np.var(", "np.std("))),
-    Mistake("all_pairs", "the variance was taken over all m × m scores Kᵀ Q (every query with every key); the "
-            "task pairs qⁱ with kⁱ only: the m scores qⁱ · kⁱ",
-            edited(_VARIANCE, ("np.sum(Q * K, axis=0)", "K.T @ Q"))),
-    Mistake("scaled_by_d", "the scaled scores were divided by d_k instead of sqrt(d_k), so their variance "
-            "shrinks like 1/d_k; the Transformer divides by sqrt(d_k)",
-            edited(_VARIANCE, ("s / np.sqrt(d_k)", "s / d_k"))),
-    Mistake("d_k_from_wrong_axis", "d_k was read from the number of pairs (Q.shape[1]); in the column layout "
-            "Q has shape (d_k, m), so d_k = Q.shape[0]",
-            edited(_VARIANCE, ("d_k = Q.shape[0]", "d_k = Q.shape[1]"))),
-    Mistake("pairs_along_wrong_axis", "the dot products were summed over the pairs (axis 1) instead of over "
-            "the d_k components (axis 0): qⁱ · kⁱ sums the d_k products of column i",
-            edited(_VARIANCE, ("np.sum(Q * K, axis=0)", "np.sum(Q * K, axis=1)"))),
+PEAKS_MISTAKES = (
+    Mistake("softmax_over_queries", "each key's scores were normalised over the queries; query i's weights α′ᵢⱼ "
+            "over the keys j sum to 1 (a column of A = Kᵀ Q), and its largest weight is taken among them",
+            edited(_PEAKS, ("S.max(axis=0, keepdims=True)", "S.max(axis=1, keepdims=True)"),
+                   ("e.sum(axis=0, keepdims=True)", "e.sum(axis=1, keepdims=True)"))),
+    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k): their variance then shrinks like "
+            "1/d_k and every query's weights flatten towards 1/n; the Transformer divides by sqrt(d_k)",
+            edited(_PEAKS, ("A / np.sqrt(d_k)", "A / d_k"))),
+    Mistake("mean_weight_not_largest", "the mean weight was taken instead of the largest: the weights of a query "
+            "sum to 1, so their mean is 1/n whatever the scale; the experiment asks for max_j α′ᵢⱼ",
+            edited(_PEAKS, ("w.max(axis=0).mean()", "w.mean(axis=0).mean()"))),
+    Mistake("largest_over_all_queries", "the largest weight of all the queries was returned; the task averages, over "
+            "the m queries, each query's largest weight",
+            edited(_PEAKS, ("w.max(axis=0).mean()", "w.max()"))),
+    Mistake("raw_and_scaled_swapped", "the two numbers were returned in the other order; the tuple is "
+            "(from the raw scores, from the scaled scores)",
+            edited(_PEAKS, ("return tuple(peaks)", "return tuple(peaks[::-1])"))),
+    Mistake("not_stabilised", _stability.not_stabilised("each query's"),
+            edited(_PEAKS, ("np.exp(S - S.max(axis=0, keepdims=True))", "np.exp(S)"))),
+    Mistake("shifted_by_min", _stability.shifted_by_min("each query's"),
+            edited(_PEAKS, ("S.max(axis=0, keepdims=True)", "S.min(axis=0, keepdims=True)"))),
 )
 
 
@@ -218,6 +233,5 @@ TASKS = [
     Task(ASSIGNMENT, "attention_matrix", _ref_attention_matrix, _cases_attention_matrix,
          ATTENTION_MATRIX_MISTAKES, setup=SETUP),
     Task(ASSIGNMENT, "self_attention_rows", _ref_rows, _cases_rows, ROWS_MISTAKES, setup=SETUP),
-    Task(ASSIGNMENT, "score_variance", _ref_variance, _cases_variance, VARIANCE_MISTAKES, setup=SETUP, rtol=1e-6,
-         atol=1e-9),
+    Task(ASSIGNMENT, "peak_weights", _ref_peaks, _cases_peaks, PEAKS_MISTAKES, setup=SETUP),
 ]

@@ -308,7 +308,20 @@ def _cases_roles(rng):
         _roles_args(rng, [1, 2, 3, 1], [1, 0], 0.0),                        # exact maps
         _roles_args(rng, [0, 0, 1, 1, 2, 2, 0], [2, 2, 1, 0], 0.4),
         _roles_args(rng, list(rng.integers(0, 4, size=10)) + [9], [0, 1, 2], 0.25),
-    ]
+    ] + _roles_spec_cases()
+
+
+def _roles_spec_cases():
+    """Heads that test the spec itself (issue 41): the distance is the sum of |differences| (an L-infinity
+    distance differs), and the first query's previous-token weight is on itself (a first row left empty or
+    wrapped round to the last key differs)."""
+    previous, _, uniform = _ideal_maps(np.arange(6))
+    stray = previous.copy()
+    stray[3] = np.eye(6)[4]  # one query on the next token: sum 2 from 'previous', but max 1 > max 5/6 from uniform
+    previous, _, uniform = _ideal_maps(np.arange(4))
+    near = 0.52 * previous + 0.48 * uniform  # just nearer 'previous' than 'uniform', its first row on itself
+    wrapped = 0.51 * np.roll(np.eye(4), -1, axis=1) + 0.49 * uniform  # first query on the last key: 'uniform'
+    return [(stray[None], np.arange(6)), (np.stack([near, uniform, wrapped]), np.arange(4))]
 
 
 _ROLES = '''def head_roles(weights, tokens):
@@ -331,6 +344,16 @@ ROLES_MISTAKES = (
     Mistake("same_word_not_normalised", "the 'same word' map was left as 0s and 1s; it is a weight matrix like the "
             "others: query i spreads its weight 1 over the positions of its word (each row adds up to 1)",
             edited(_ROLES, ("    same = same / same.sum(axis=1, keepdims=True)\n", ""))),
+    Mistake("max_distance", "the distance was the largest absolute difference (an L∞ distance); the task's "
+            "distance is the sum of the absolute differences of all n² entries, so one stray query costs 2, not "
+            "the whole verdict",
+            edited(_ROLES, ("np.abs(w - m).sum()", "np.abs(w - m).max()"))),
+    Mistake("first_row_empty", "the 'previous token' map left the first query's row empty (np.eye(n, k=-1)); the "
+            "first token has no previous token and puts its weight on itself, so that every row adds up to 1",
+            edited(_ROLES, ("    previous[0, 0] = 1.0\n", ""))),
+    Mistake("first_row_wraps", "the 'previous token' map sent the first query to the last token (a rolled "
+            "identity); the first token has no previous token and puts its weight on itself",
+            edited(_ROLES, ("previous[0, 0] = 1.0", "previous[0, n - 1] = 1.0"))),
     Mistake("maps_transposed", "each head's weights were read as columns (weights[l].T); row i - 1 of a head's "
             "(n, n) weights holds query i's weights over the keys, as in task 3",
             edited(_ROLES, ("np.abs(w - m)", "np.abs(w.T - m)"))),

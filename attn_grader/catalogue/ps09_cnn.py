@@ -217,6 +217,11 @@ ATTENTION_CONV_MISTAKES = (
                    ("A[h, np.arange(H * W), best]", "A[h, queries, best]"),
                    ("out = np.zeros(H * W)", "out = np.zeros(x_pad.size)"),
                    ("out.reshape(H, W)", "out.reshape(x_pad.shape)"))),
+    Mistake("scores_ignored", "each head was put at its kernel offset by index arithmetic and the scores S were never "
+            "read; head ℓ attends, from each query, to the key with the largest of its scores S[ℓ] (the hard limit), "
+            "wherever that is: with the relative-position scores it is the offset's pixel, with other scores not",
+            edited(_HEADS, ("best = np.argmax(S[h][queries], axis=1)",
+                            "best = queries + (h // K - p) * (W + 2 * p) + (h % K - p)"))),
     Mistake("scores_as_weights", "the scores themselves were used as the attention weights; the hard limit "
             "γ -> infinity of the softmax of the scores is a one-hot row on the key with the largest score",
             edited(_HEADS, ("        A[h, np.arange(H * W), best] = 1.0\n", "        A[h] = S[h][queries]\n"))),

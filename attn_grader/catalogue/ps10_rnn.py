@@ -1,11 +1,12 @@
 """Catalogue of ps10_rnn: a recurrent network step by step, path lengths, a bidirectional RNN.
 
 Practises the chapter "Self-attention vs RNN" (自注意力与 RNN), in the book's notation: the vanilla RNN
-h^t = tanh(W^in a^t + W^rec h^{t-1} + β^h), h^0 = 0, as a loop of n sequential steps; the maximum path
-length (Vaswani et al. 2017, Table 1 and §4) as the number of layers or steps from a^1 to b^n, with
-convolution kernels of width κ; and the bidirectional RNN, whose row t - 1 has seen both sides of a^t.
-References: :func:`attn_ref.recurrent.rnn_forward`, :func:`attn_ref.recurrent.path_length` (task 2 returns
-one column of the table: the four kinds for one n), :func:`attn_ref.recurrent.birnn_forward`.
+h^t = tanh(W^in a^t + W^rec h^{t-1} + β^h), h^0 = 0, as a loop of n sequential steps; the path length (Vaswani
+et al. 2017, Table 1 and §4) as the number of layers or steps from a^s to b^t, for every pair (the chapter
+derives it for a^1 to b^n), with convolution kernels of width κ; and the bidirectional RNN, whose row t - 1 has
+seen both sides of a^t.
+References: :func:`attn_ref.recurrent.rnn_forward`, :func:`attn_ref.recurrent.path_length_table` (task 2: one
+model's (n, n) table), :func:`attn_ref.recurrent.birnn_forward`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from attn_ref.recurrent import PATH_KINDS
 from attn_ref.recurrent import birnn_forward as _birnn_forward
-from attn_ref.recurrent import path_length as _path_length
+from attn_ref.recurrent import path_length_table as _path_length_table
 from attn_ref.recurrent import rnn_forward as _rnn_forward
 
 from ..checking.core import Mistake, Task
@@ -76,47 +77,70 @@ RNN_MISTAKES = (
 )
 
 
-# --- task 2: maximum path length --------------------------------------------------------------------
+# --- task 2: the path length between every input and every output ---------------------------------
 
-def _ref_path_lengths(n, k=3):
-    return np.array([_path_length(kind, n, k) for kind in PATH_KINDS])  # (4,)
+def _ref_path_lengths(kind, n, kappa=3):
+    return _path_length_table(kind, n, kappa)  # (n, n), entry [t - 1, s - 1]: a^s -> b^t, -1 where none
 
 
 def _cases_path(rng):
-    return [(10, 3), (1, 3), (6, 4), (9, 3), (10, 4), (8, 3), (1, 2), (2, 2), (int(rng.integers(20, 200)), 2),
-            (int(rng.integers(20, 200)), 5), (27, 3), (28, 3),
-            (125, 5), (216, 6), (1000, 10)]  # exact powers: log(125) / log(5) = 3.0000000000000004 rounds up
+    """Every kind at the same sizes; 125 with κ = 5 holds the distance 124 = 5³ - 1 (3 dilated layers) and
+    125 = 5³ (4), where a floating-point logarithm rounds the wrong way."""
+    sizes = [(10, 3), (1, 3), (6, 4), (9, 2), (2, 2), (int(rng.integers(12, 40)), int(rng.integers(2, 6))),
+             (126, 5), (28, 3)]
+    return [(kind, n, kappa) for n, kappa in sizes for kind in PATH_KINDS]
 
 
-def _path_mistake(recurrent="n", conv="max(1, -(-(n - 1) // (k - 1)))", dilated="max(1, L)") -> str:
-    return f'''def path_lengths(n, k=3):
-    L = 0
-    while k**L < n:
-        L += 1
-    return np.array([1, {recurrent}, {conv}, {dilated}])
+#: The right answer, with the distance back d = t - s; each mistake below edits it.
+_TABLE = '''def path_lengths(kind, n, kappa=3):
+    t = np.arange(n)[:, None]
+    s = np.arange(n)[None, :]
+    d = t - s
+    if kind == "attention":
+        return np.ones((n, n), dtype=int)
+    if kind == "recurrent":
+        steps = d + 1
+    elif kind == "conv":
+        steps = np.maximum(1, -(-d // (kappa - 1)))
+    else:
+        steps = np.ones((n, n), dtype=int)
+        while np.any(kappa**steps <= d):
+            steps += kappa**steps <= d
+    return np.where(d >= 0, steps, -1)
 '''
 
-
 PATH_MISTAKES = (
-    Mistake("recurrent_off_by_one", "the RNN's path was counted as n - 1 (only the hᵗ⁻¹ -> hᵗ steps); the "
-            "step a¹ -> h¹ is on the path too: a¹ -> h¹ -> ... -> hⁿ is n steps",
-            _path_mistake(recurrent="n - 1")),
-    Mistake("conv_divides_by_k", "each convolution layer was taken to reach κ positions further; a kernel of "
-            "width κ reaches κ - 1 positions further back (it also covers the position itself)",
-            _path_mistake(conv="max(1, -(-(n - 1) // k))")),
-    Mistake("conv_rounded_down", "the number of convolution layers was rounded down; a partial layer is still "
-            "a layer: ceil((n - 1) / (κ - 1))",
-            _path_mistake(conv="max(1, (n - 1) // (k - 1))")),
-    Mistake("dilated_log2", "the dilated convolution used log base 2 whatever κ is; with dilations 1, κ, κ², ... "
-            "the receptive field after L layers is κᴸ, so L = ceil(log_κ n)",
-            _path_mistake(dilated="max(1, int(np.ceil(np.log2(n))))")),
-    Mistake("float_logarithm", "the dilated layers were counted with a floating-point logarithm, ceil(log(n) / "
-            "log(κ)): at an exact power such as n = 125, κ = 5 it gives 3.0000000000000004 and rounds up to 4; count "
-            "in integers (the smallest L with κᴸ >= n)",
-            _path_mistake(dilated="max(1, int(np.ceil(np.log(n) / np.log(k))))")),
-    Mistake("zero_layers_for_n1", "with n = 1 a convolution still needs one layer between a¹ and b¹ "
-            "(the path length is at least 1)",
-            _path_mistake(conv="-(-(n - 1) // (k - 1))", dilated="L")),
+    Mistake("recurrent_off_by_one", "the RNN's path from aˢ to bᵗ was counted as t - s (only the hidden-to-hidden "
+            "steps); the step aˢ -> hˢ is on the path too: t - s + 1 steps, 1 when s = t",
+            edited(_TABLE, ("steps = d + 1", "steps = d"))),
+    Mistake("conv_divides_by_kappa", "each convolution layer was taken to reach κ positions further back; a kernel "
+            "of width κ covers the position itself and the κ - 1 before it: ceil((t - s) / (κ - 1)) layers",
+            edited(_TABLE, ("-(-d // (kappa - 1))", "-(-d // kappa)"))),
+    Mistake("conv_rounded_down", "the number of convolution layers was rounded down; a partial layer is still a "
+            "layer: ceil((t - s) / (κ - 1)), and at least 1",
+            edited(_TABLE, ("-(-d // (kappa - 1))", "d // (kappa - 1)"))),
+    Mistake("dilated_reach_off_by_one", "L dilated layers were taken to reach κᴸ positions back; with dilations 1, "
+            "κ, …, κᴸ⁻¹ they see κᴸ positions, the output's own and κᴸ - 1 before it: the smallest L with κᴸ > t - s",
+            edited(_TABLE, ("kappa**steps <= d", "kappa**steps < d"))),
+    Mistake("float_logarithm", "the dilated layers were counted with a floating-point logarithm, ceil(log(t - s + 1) "
+            "/ log(κ)): at an exact power, 125 with κ = 5, it gives 3.0000000000000004 and rounds up to 4; count in "
+            "integers (the smallest L with κᴸ > t - s)",
+            edited(_TABLE, ("        steps = np.ones((n, n), dtype=int)\n        while np.any(kappa**steps <= d):\n"
+                            "            steps += kappa**steps <= d\n",
+                            "        steps = np.maximum(1, np.ceil(np.log(np.maximum(d, 0) + 1) / np.log(kappa)))\n"))),
+    Mistake("zero_layers_on_diagonal", "aᵗ to bᵗ was counted as 0 layers for a convolution; the output bᵗ is still "
+            "one layer above aᵗ (the path length is at least 1)",
+            edited(_TABLE, ("np.maximum(1, -(-d // (kappa - 1)))", "-(-d // (kappa - 1))"),
+                   ("steps = np.ones((n, n), dtype=int)", "steps = np.zeros((n, n), dtype=int)"))),
+    Mistake("attention_causal", "self-attention was given a causal mask (-1 above the diagonal); one layer links "
+            "every pair both ways, so bᵗ also reads the later aˢ, s > t, in 1 layer",
+            edited(_TABLE, ("return np.ones((n, n), dtype=int)", "return np.where(d >= 0, 1, -1)"))),
+    Mistake("future_reachable", "the RNN and the causal convolutions were given paths from later inputs (s > t); "
+            "they read only the past: bᵗ cannot depend on aˢ after it, -1",
+            edited(_TABLE, ("d = t - s", "d = np.abs(t - s)"))),
+    Mistake("table_transposed", "the table was transposed; row t - 1 is the output bᵗ and column s - 1 the input "
+            "aˢ, so the -1 of the causal models are above the diagonal",
+            edited(_TABLE, ("return np.where(d >= 0, steps, -1)", "return np.where(d >= 0, steps, -1).T"))),
 )
 
 

@@ -21,7 +21,7 @@ from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
 from . import _stability
-from ._shared import edited
+from ._shared import edited, random_mask
 
 ASSIGNMENT = "ps11_graphs"
 EXAMPLE = '''# A small directed graph: edges 0 -> 1, 1 -> 2, 2 -> 0, 2 -> 3 (row 0: sources, row 1: targets).
@@ -30,21 +30,18 @@ edge_index = np.array([[0, 1, 2, 2],
 '''
 #: The notebook's setup cell: the imports and the small example graph.
 SETUP = "import numpy as np\n\n" + EXAMPLE
-#: The tasks that normalise scores with a softmax: each has large-score cases, ``not_stabilised`` and
-#: ``shifted_by_min`` (tests/test_stability_cases.py); both take a mask and have a node with no neighbour.
+#: The tasks that normalise scores with a softmax, each with large-score cases, ``not_stabilised``, ``shifted_by_min``
+#: (tests/test_stability_cases.py), a mask and a node with no neighbour; MULTIPLIED is AllenNLP's idiom.
 NORMALISING = ("masked_softmax", "graph_attention")
 
-#: The AllenNLP idiom ``masked_softmax`` (softmax(scores * mask) * mask, renormalised with an epsilon).
 MULTIPLIED = ("the scores were masked by multiplying with the mask (softmax(scores · mask) · mask, renormalised "
               "over the allowed entries with a small epsilon, as AllenNLP's masked_softmax): a masked entry then "
               "counts as a score of 0, not −∞, so when a node's allowed scores are all far below 0 (say −50 and "
               "−60 beside a masked entry) the masked 0 takes nearly all the weight and the neighbours get almost "
               "none; fill the masked scores with −∞ before the softmax")
 
-#: The pyGAT idiom ``torch.where(adj > 0, e, -9e15)``: a node with no neighbour gets uniform weights.
-MINUS_9E15 = ("the masked scores were filled with -9e15 instead of -inf (the pyGAT idiom torch.where(adj > 0, "
-              "e, -9e15)): a node with no neighbour (a fully masked row) then gets the uniform weight 1/n on "
-              "every node instead of zero weights; fill with -inf, and give a row with no allowed entry zeros")
+MINUS_9E15 = _stability.filled_with_large_negative("-9e15, the pyGAT idiom torch.where(adj > 0, e, -9e15)",
+                                                   "a node with no neighbour (a fully masked row)", "node")
 
 
 def _random_edges(rng, n, m, self_loop=False):
@@ -114,36 +111,27 @@ def _ref_masked_softmax(scores, mask):
     return softmax(apply_mask(scores, np.asarray(mask, dtype=bool)), axis=-1)
 
 
-def _random_mask(rng, n, p=0.4):
-    mask = rng.random((n, n)) < p
-    mask[np.arange(n), np.arange(n)] = True
-    return mask
-
-
 def _cases_masked_softmax(rng):
-    no_neighbour = _random_mask(rng, 5)
+    no_neighbour = random_mask(rng, 5)
     no_neighbour[3] = False  # node 3 may attend to nothing: its row must be all zeros
     return [
-        (rng.standard_normal((4, 4)), _random_mask(rng, 4)),
-        (rng.standard_normal((6, 6)), _random_mask(rng, 6, 0.3)),
+        (rng.standard_normal((4, 4)), random_mask(rng, 4)),
+        (rng.standard_normal((6, 6)), random_mask(rng, 6, 0.3)),
         (rng.standard_normal((1, 1)), np.ones((1, 1), dtype=bool)),
         (rng.standard_normal((5, 5)), no_neighbour),
-        (1e4 * rng.standard_normal((5, 5)), _random_mask(rng, 5, 0.6)),  # large scores: subtract the row max
-        (rng.standard_normal((7, 7)), _random_mask(rng, 7, 0.5)),
+        (1e4 * rng.standard_normal((5, 5)), random_mask(rng, 5, 0.6)),  # large scores: subtract the row max
+        (rng.standard_normal((7, 7)), random_mask(rng, 7, 0.5)),
         # near +1000, a few units apart (a min-shift still works); then near +1000 and -1000 in every row
-        (_stability.scores(rng, (5, 5), wide=False), _random_mask(rng, 5, 0.6)),
-        _wide_masked_scores(rng, 6),
+        (_stability.scores(rng, (5, 5), wide=False), random_mask(rng, 5, 0.6)),
+        _stability.wide_masked_scores(rng, 6),
         # every row's allowed scores all near -1000 or all near +1000, with masked entries beside them
         (_stability.signed_rows(rng, (6, 6)), _stability.mask_beside(rng, (6, 6))),
-    ]
+    ] + [_masked_high(rng)]
 
 
-def _wide_masked_scores(rng, n):
-    """Scores near +1000 in some columns and -1000 in the others; every node attends to one of each."""
-    scores = _stability.scores(rng, (n, n), wide=True)
-    mask = _random_mask(rng, n, 0.4)
-    mask[:, [np.argmax(scores[0]), np.argmin(scores[0])]] = True
-    return scores, mask
+def _masked_high(rng):  # masked scores of +1000 beside allowed ones near 0: subtract the allowed entries' max
+    mask = random_mask(rng, 5, 0.4) & ~np.eye(5, k=1, dtype=bool)  # key i + 1 masked for each query i < 4
+    return np.where(mask, rng.standard_normal((5, 5)), 1e3), mask
 
 
 SOFTMAX_MISTAKES = (
@@ -193,6 +181,14 @@ SOFTMAX_MISTAKES = (
     e = np.exp(s - s.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 '''),
+    Mistake("max_over_masked_entries", "the maximum subtracted before exp was taken over the whole row, masked "
+            "entries included: beside a masked score of +1000, exp of every allowed score near 0 underflows to 0 and "
+            "the node's weights are lost; subtract the maximum of the allowed scores (after filling with -inf)",
+            '''def masked_softmax(scores, mask):
+    e = np.exp(np.where(mask, scores, -np.inf) - scores.max(axis=1, keepdims=True))
+    t = e.sum(axis=1, keepdims=True)
+    return e / np.where(t == 0, 1.0, t)
+'''),
     Mistake("filled_with_minus_9e15", MINUS_9E15,
             '''def masked_softmax(scores, mask):
     s = np.where(mask, scores, -9e15)
@@ -220,7 +216,7 @@ def _ref_gat(X, A, W, a_src, a_dst):
 def _cases_gat(rng):
     cases = []
     for n, d_in, d_out in [(4, 3, 2), (6, 5, 4), (1, 2, 3), (7, 4, 4), (5, 3, 6)]:
-        mask = _random_mask(rng, n, 0.35)
+        mask = random_mask(rng, n, 0.35)
         if n == 7:
             mask[5] = False  # node 5 has no neighbour and no self-loop: zero weights, zero output
         cases.append((rng.standard_normal((n, d_in)), mask, rng.standard_normal((d_out, d_in)),
@@ -253,7 +249,7 @@ def _large_gat_args(rng, n, d_in, d_out, wide, rows_signed=False):
     (a_dst if wide else a_src)[0] = 0.0
     if rows_signed:
         return X, _stability.mask_beside(rng, (n, n)), W, a_src, a_dst
-    mask = _random_mask(rng, n, 0.4)
+    mask = random_mask(rng, n, 0.4)
     if wide:  # every node attends to a node of each sign: its scores spread over about 1200
         mask[:, [np.argmax(X[:, 0]), np.argmin(X[:, 0])]] = True
     return X, mask, W, a_src, a_dst
@@ -360,9 +356,10 @@ def _cases_reach(rng):
     with_loops = path | np.eye(6, dtype=bool)
     some_loops = (rng.random((7, 7)) < 0.25) & ~np.eye(7, dtype=bool) | np.diag([1, 0, 1, 0, 1, 0, 0]).astype(bool)
     return [(some_loops, 2),  # first: general, nodes 0, 2, 4 with a self-loop, every mistake differs
-            (path, 3), (with_loops, 3), (with_loops, 1), (path, 1), (_random_mask(rng, 5, 0.3), 4),
+            (path, 3), (with_loops, 3), (with_loops, 1), (path, 1), (random_mask(rng, 5, 0.3), 4),
             (np.zeros((3, 3), dtype=bool), 2),  # no edge at all: nothing reaches anything
-            (np.eye(4, dtype=bool), 5)]         # self-loops only: each node keeps its own features
+            (np.eye(4, dtype=bool), 5),         # self-loops only: each node keeps its own features
+            (np.ones((8, 8), dtype=bool), 22)]  # complete: 8 ** 21 walks of 22 edges, more than int64 holds
 
 
 _REACH = '''def reach_after_layers(mask, L):
@@ -385,6 +382,10 @@ REACH_MISTAKES = (
     Mistake("one_layer_short", "one layer too few was counted (the (L - 1)-th power of the mask); the first "
             "layer already reads the neighbours, so L layers read along walks of L edges",
             edited(_REACH, ("for _ in range(L):", "for _ in range(L - 1):"))),
+    Mistake("walks_counted_overflow", "the walks were counted with an integer matrix power of the mask: their "
+            "number grows like n ** L and overflows int64 (a complete graph of 8 nodes at L = 22 wraps round to a "
+            "negative count); keep only whether a walk exists, (M @ R) > 0 after each layer, or use booleans",
+            "def reach_after_layers(mask, L):\n    return np.linalg.matrix_power(mask.astype(np.int64), L) > 0\n"),
     Mistake("one_layer_only", "the mask itself was returned whatever L is; stacking layers lets node i read what "
             "its neighbours read in the layer below: walks of L edges, the L-th power of the mask",
             edited(_REACH, ("for _ in range(L):", "for _ in range(min(L, 1)):"))),

@@ -55,7 +55,7 @@ SECTIONS: dict[str, dict[str, tuple[str, str]]] = {
         "project": ("matrix_form", "Queries, keys and values: $Q = W^q I$, $K = W^k I$, $V = W^v I$"),
         "attention_matrix": ("matrix_form", r"Scores: $A = K^\top Q$"),
         "self_attention_rows": ("matrix_form", "The same in PyTorch's row layout"),
-        "score_variance": ("matrix_form", r"Why divide by $\sqrt{d_k}$"),
+        "peak_weights": ("matrix_form", r"Why divide by $\sqrt{d_k}$"),
     },
     "ps06_multi_head": {
         "split_heads": ("multi_head", "Split and merge"),

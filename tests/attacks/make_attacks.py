@@ -139,7 +139,7 @@ nb = honest()
 del cell(nb, "attention_scores_for_query_test").metadata["nbgrader"]
 cell(nb, "permuted_outputs_test").source = "pass"
 attacks["a08b_strip_metadata_edit_test"] = (nb, {"score": 10, "flagged": True})
-attacks["a09a_infinite_loop"] = (honest(permuted_outputs_answer='''def permuted_outputs(a, perm, W_q, W_k, W_v):
+attacks["a09a_infinite_loop"] = (honest(permuted_outputs_answer='''def permuted_outputs(B, perm):
     while True:
         pass
 '''),
@@ -320,7 +320,7 @@ display(Javascript('alert("XSS-JS")'))
 display(Markdown('<script>alert("XSS-MD")</script>'))
 display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert("XSS-SVG")</script></svg>'))
 '''),
-    permuted_outputs_answer="def permuted_outputs(a, perm, W_q, W_k, W_v):\n"
+    permuted_outputs_answer="def permuted_outputs(B, perm):\n"
                             "    raise ValueError('<script>alert(\"XSS-ERR\")</script>')\n"),
     {"score": 6, "flagged": False, "no_script": True})
 # The grader starts the next notebook's kernel while this one runs: find it and plant a broken softmax
