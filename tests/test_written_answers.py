@@ -163,6 +163,21 @@ def test_a_handed_in_written_answer_is_kept_and_a_code_cell_in_its_place_is_not(
     assert _cell(clean.notebook, "written_answer").source == STUB
 
 
+def test_a_copied_written_answer_is_found_and_eleven_different_ones_are_not():
+    """The similarity report compares the written answer too: the model answers of the eleven sets, handed in
+    as eleven students' answers to one question, are no pair; one of them handed in twice is."""
+    from attn_grader.reports import similarity
+
+    texts = {ps: SOLUTION.match(_cell(_notebook("solutions", ps), "written_answer").source.strip()).group(1)
+             .split("**Rubric**")[0] for ps in SETS}
+    starters = similarity.starters_of(_notebook("exercises", "ps04_step_by_step"))
+    assert starters["written_answer"] == STUB
+    assert similarity.compare({ps: {"written_answer": t} for ps, t in texts.items()}, starters) == []
+    pairs = similarity.compare({"ann": {"written_answer": texts["ps04_step_by_step"]},
+                                "ben": {"written_answer": texts["ps04_step_by_step"]}}, starters)
+    assert [(p.a, p.b, p.score) for p in pairs] == [("ann", "ben", 1.0)]
+
+
 @pytest.mark.slow
 def test_generate_assignment_counts_the_written_answers_points(tmp_path):
     """nbgrader's gradebook (what grades.csv, the report and the LMS files total) holds the written answer as
