@@ -6,7 +6,8 @@
 A release in one language (``make release LANG=zh_CN`` or ``LANG=en``) keeps one side of every text cell
 (:func:`one_language`); code cells, and so the grader, are the same in all three releases.
 
-The English part of every markdown cell of ``solutions/<ps>/<ps>.ipynb`` is a message of
+The English part of every markdown cell of ``solutions/<ps>/<ps>.ipynb`` (but a written answer's cell,
+whose model answer and rubric the release replaces) is a message of
 ``exercises/<ps>.po`` (gettext, as the book's catalogues); ``apply`` writes its translation under it,
 after :data:`MARKER`, so the two can only disagree when the catalogue says so (a changed English
 text is an untranslated message, and ``tests/test_zh.py`` fails).  ``make release`` then generates
@@ -44,8 +45,15 @@ def po_of(path: Path, root: Path = ROOT) -> Path:
     return root / PO_DIR.relative_to(ROOT) / f"{path.stem}.po"
 
 
+def is_answer_cell(cell) -> bool:
+    """A markdown cell the student writes in (an nbgrader solution cell, e.g. a written answer): its source
+    text is the instructor's model answer and rubric, which the release replaces with the stub, so it is not
+    a text to translate."""
+    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
+
+
 def text_cells(root: Path = ROOT, only: Path | None = None):
-    """(notebook path, notebook, cell) for every markdown cell of every source notebook."""
+    """(notebook path, notebook, cell) for every markdown cell of every source notebook but the answer cells."""
     import nbformat
 
     for path in sorted((root / "solutions").glob("*/*.ipynb")):
@@ -53,7 +61,7 @@ def text_cells(root: Path = ROOT, only: Path | None = None):
             continue
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            if cell.cell_type == "markdown" and english(cell.source):
+            if cell.cell_type == "markdown" and english(cell.source) and not is_answer_cell(cell):
                 yield path, nb, cell
 
 

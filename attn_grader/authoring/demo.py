@@ -32,8 +32,9 @@ from ..run.autograde import grade
 
 
 def answers_of(notebook) -> dict[str, str]:
+    """The code answers (a written answer's source is its model answer and rubric: no student hands that in)."""
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in notebook.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
 
 
 def with_answers(release, answers: dict[str, str]):

@@ -156,8 +156,8 @@ def rebuild(student, release) -> Sanitized:
         if matches:
             i = matches[-1]
             used.update(matches)
-            if student_cells[i].get("cell_type") != "code":
-                flags.append(f"answer cell {gid} is not a code cell (not graded)")
+            if student_cells[i].get("cell_type") != cell.cell_type:  # a code answer, or a written (markdown) one
+                flags.append(f"answer cell {gid} is not a {cell.cell_type} cell (not graded)")
                 continue
             cell.source = _source(student_cells[i])
         else:
