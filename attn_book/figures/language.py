@@ -32,10 +32,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 from matplotlib.ticker import Formatter
 
+from attn_book.figures.fonts import CJK_FONT, cjk_font_file, strict_glyphs
+
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
 METADATA_KEY = "attn_book/figure"  # the output metadata that carries the pickled figure
-CJK_FONT = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make system-packages)
 NUMBER = "{#}"  # a number in a message
 # Latin words a Chinese figure keeps as they are (the Chinese pages write them so too)
 KEPT = frozenset({"FCN", "RNN", "CNN", "GAT", "MLP", "FFN", "GPU", "CPU", "ReLU", "softmax", "Softmax",
@@ -194,11 +195,16 @@ def _chinese_font(t: Text) -> None:
 
 
 def render_chinese(fig, catalogue: Mapping[str, str], print_kwargs: Mapping | None = None):
-    """The Chinese PNG of ``fig`` (changed in place): (png bytes, the texts it drew, missing messages)."""
+    """The Chinese PNG of ``fig`` (changed in place): (png bytes, the texts it drew, missing messages).
+
+    The CJK font is found first (matplotlib's stale font list rebuilt, or :class:`fonts.NoCJKFont`), and a
+    glyph drawn as a box raises :class:`fonts.MissingGlyph` (attn_book/figures/fonts.py)."""
     from IPython.core.pylabtools import print_figure
 
+    cjk_font_file()
     missing = _translate_figure(fig, catalogue)
-    png = print_figure(fig, fmt="png", **dict(print_kwargs or {"bbox_inches": "tight"}))
+    with strict_glyphs():
+        png = print_figure(fig, fmt="png", **dict(print_kwargs or {"bbox_inches": "tight"}))
     return png, drawn_texts(fig), missing
 
 
