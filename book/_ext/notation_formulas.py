@@ -3,8 +3,8 @@ define a symbol; this module reads every symbol every formula writes, per chapte
 
 Where the formulas are (formula_sources.py): a chapter's ``$…$``, ``$$…$$``, ``{math}`` blocks and roles
 and its figures' captions (:func:`page_formulas`); its figures' texts (the messages of ``figures.po``
-located on its page, :func:`figure_formulas`); its exercise set's text cells (:func:`exercise_formulas`).  Each symbol is a
-letter (Latin, Greek or calligraphic) with its scripts and primes (:func:`symbols`).  The rules
+located on its page, :func:`figure_formulas`); its exercise set's text cells (:func:`exercise_formulas`).
+Each symbol is a letter (Latin, Greek or calligraphic) with its scripts and primes (:func:`symbols`).  The rules
 (:func:`check_formula`, :func:`check_registry`):
 
 * **listed**: every symbol is on the notation page (its exact spelling, its form with generic indices,
