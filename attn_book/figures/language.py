@@ -270,9 +270,10 @@ def executed_figures(folder: Path):
                     yield page, f"widget {model_id}", entry
 
 
-def update_catalogue(folder: Path, path: Path = CATALOGUE) -> list[str]:
+def update_catalogue(folder: Path, path: Path = CATALOGUE, extra: Mapping[str, list[str]] | None = None) -> list[str]:
     """The catalogue gets every figure text of the executed book as a message (new ones untranslated,
-    texts no figure draws any more obsolete); returns the messages left to translate."""
+    texts no figure draws any more obsolete); returns the messages left to translate.  ``extra``: the
+    messages of figures drawn outside the chapters' cells (msgid -> pages), e.g. the class report's."""
     from babel.messages.catalog import Catalog
     from babel.messages.pofile import read_po, write_po
 
@@ -290,6 +291,9 @@ def update_catalogue(folder: Path, path: Path = CATALOGUE) -> list[str]:
                 pages[msgid].append(page)
     if not pages:
         raise ValueError(f"no figure in the executed notebooks under {folder}: run make book first")
+    for msgid, where in (extra or {}).items():
+        listed = pages.setdefault(msgid, [])
+        listed += [p for p in where if p not in listed]
     for msg in list(catalog):
         if msg.id and msg.id not in pages:
             catalog.obsolete[msg.id] = msg
