@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+import pytest
 
 from attn_book.timing import compare_times, median_time, peak_bytes
 from bench import Row, format_results, format_table, machine_description, parse_results, ratio, skipped
@@ -102,6 +103,7 @@ def test_a_failed_book_build_is_a_failed_row_never_a_pass():
     assert [r.result for r in parsed] == ["failed", "pass", "failed", "pass"]
 
 
+@pytest.mark.slow  # starts a kernel: about 4 s
 def test_the_bench_builds_the_book_with_make_books_kernel_backend(monkeypatch):
     """The bench's cold build failed where make book passed because it set MPLBACKEND=Agg: the kernels then
     display no figure, and a link to another page's figure by name finds no target.  Its environment

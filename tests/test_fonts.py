@@ -67,6 +67,7 @@ print(json.dumps({"before": before, "path": path}))
 """
 
 
+@pytest.mark.slow  # two Python processes, one scanning the machine's fonts: about 5 s
 def test_a_stale_font_cache_without_the_cjk_font_is_rebuilt(tmp_path):
     """A font list cached before the fonts were installed (here: the CJK entries taken out of a fresh one)
     is read by matplotlib at import; the figure code rebuilds it, in the file too."""
