@@ -60,3 +60,23 @@ def test_the_build_draws_it_and_the_page_shows_it():
     page = (ROOT / "book" / "for_instructors.md").read_text(encoding="utf-8")
     if "class_report" in page:  # the page shows it by this path; Sphinx puts class_report.zh_CN.png on zh
         assert "_static/class_report.png" in page
+
+
+def test_make_translations_keeps_the_figures_messages(tmp_path):
+    """i18n.py figures rebuilds figures.po from the executed chapters; the class report's messages, drawn
+    by no chapter cell, stay in it (update_catalogue's extra messages)."""
+    import nbformat
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    fig.add_subplot().set_title("a chapter figure")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/png": ""}, metadata={language.METADATA_KEY: {"figure": language.dumps(fig)}})])])
+    (tmp_path / "book").mkdir()
+    nbformat.write(nb, tmp_path / "book" / "x.ipynb")
+    po = tmp_path / "figures.po"
+    extra = {m: [crf.PAGE] for m in crf.messages()}
+    todo = language.update_catalogue(tmp_path, po, extra=extra)
+    text = po.read_text(encoding="utf-8")
+    assert 'msgid "a chapter figure"' in text and 'msgid "share of the graded submissions"' in text
+    assert "#: book/for_instructors" in text and "share of the graded submissions" in todo
