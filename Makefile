@@ -61,7 +61,24 @@ help:
 	@echo "make bench       the speed ratios (bench/results.md); BUSY=2 beside two CPU-bound processes"
 	@echo "make system-packages  bubblewrap, chromium, CJK fonts, PostgreSQL (apt, as root)"
 
-book: $(STAMP)
+# The font of the Chinese figures (Debian's fonts-noto-cjk), installed with apt when absent and we are
+# root; otherwise one line says how.  Matplotlib's stale font list is rebuilt by the figure code itself
+# (attn_book/figures/fonts.py), and the zh build fails on any glyph drawn as a box.
+.PHONY: fonts
+fonts:
+	@if [ -z "$$(fc-list 'Noto Sans CJK SC' family 2>/dev/null || true)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing fonts-noto-cjk with apt (the Chinese figures' font)"; \
+	    apt="apt-get -o DPkg::Lock::Timeout=300 -qq"; \
+	    $$apt update && DEBIAN_FRONTEND=noninteractive $$apt install -y fonts-noto-cjk >/dev/null; \
+	  fi; \
+	  if [ -z "$$(fc-list 'Noto Sans CJK SC' family 2>/dev/null || true)" ]; then \
+	    echo "make book: no CJK font for the Chinese figures: run 'sudo apt-get install fonts-noto-cjk' (or 'sudo make fonts'), then make book again" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+book: $(STAMP) fonts
 	@if [ -n "$$CI" ]; then rm -rf _build/.jupyter_cache _build/.doctrees _build/.doctrees-zh; fi  # every page read and executed again, in both languages from the same run
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python book/_ext/i18n.py zh

@@ -48,9 +48,16 @@ class Row:
     target: str = ""  # e.g. "≤ 1.5×"; empty when the figure is only reported
     ok: bool | None = None  # True pass, False miss, None reported (no target) or skipped
     note: str = ""  # e.g. the absolute times behind a ratio, or why a row was skipped
+    failed: bool = False  # the action measured failed (a build that exited non-zero): no figure, never a pass
+
+    def __post_init__(self):
+        if self.failed:
+            self.ok = False
 
     @property
     def result(self) -> str:
+        if self.failed:
+            return "failed"
         if self.ok is None:
             return "skipped" if self.measured == "—" else "reported"
         return "pass" if self.ok else "miss"
@@ -139,14 +146,17 @@ def format_results(rows: list[Row], machine: dict[str, str], seconds: float, arg
     ``runs``: lines describing earlier runs whose rows are kept (``--only`` replaces the rows of its
     figures and keeps the others).
     """
-    misses = sum(r.ok is False for r in rows)
+    misses = sum(r.ok is False and not r.failed for r in rows)
     passes = sum(r.ok is True for r in rows)
+    failures = sum(r.failed for r in rows)
     runs = [*(runs or []), describe_run(argv, seconds, machine)]
     head = [
         "# Benchmark results",
         "",
-        f"{passes} targets met, {misses} missed. Each ratio is measured side by side in the same run "
-        "(interleaved rounds, median); the machine is shared with other jobs, so absolute times are only context.",
+        f"{passes} targets met, {misses} missed"
+        + (f", {failures} failed (the action measured did not succeed)" if failures else "")
+        + ". Each ratio is measured side by side in the same run (interleaved rounds, median); the machine is "
+        "shared with other jobs, so absolute times are only context.",
         "",
         "## Runs",
         "",
@@ -175,6 +185,6 @@ def parse_results(text: str) -> tuple[list[Row], list[str]]:
             cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
             if len(cells) == 6:
                 figure, setting, measured, target, result, note = cells
-                ok = {"pass": True, "miss": False}.get(result)
-                rows.append(Row(figure, setting, measured, target, ok, note))
+                ok = {"pass": True, "miss": False, "failed": False}.get(result)
+                rows.append(Row(figure, setting, measured, target, ok, note, failed=result == "failed"))
     return rows, runs

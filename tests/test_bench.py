@@ -1,6 +1,9 @@
 """The bench harness: table formatting, machine description, one tiny figure (no timing is asserted)."""
 
+import os
+
 import numpy as np
+import pytest
 
 from attn_book.timing import compare_times, median_time, peak_bytes
 from bench import Row, format_results, format_table, machine_description, parse_results, ratio, skipped
@@ -85,3 +88,39 @@ def test_busy_runs_the_figures_beside_cpu_bound_processes(monkeypatch, capsys):
     assert len(seen) == 1 and len(seen[0]) == 2, seen  # two processes while the figure ran
     assert not (_children() - before) & seen[0]  # and none left after it
     assert "busy processes beside the run (--busy): 2" in capsys.readouterr().out
+
+
+def test_a_failed_book_build_is_a_failed_row_never_a_pass():
+    from bench.book import book_rows
+
+    log = "1 warnings/errors, first: step_by_step.md:42: WARNING: 'myst' cross-reference target not found"
+    rows = book_rows({"cold": (143.0, 18.0, 1, log), "warm": (4.0, 5.0, 0, "")})
+    assert [r.result for r in rows] == ["failed", "pass", "failed", "pass"]  # fast, but the cold build failed
+    assert "exited with 1" in rows[0].note and "target not found" in rows[0].note
+    text = format_results(rows, {"CPU": "x"}, 3.0, ["--only", "book"])
+    assert "2 targets met, 0 missed, 2 failed" in text
+    parsed, _ = parse_results(text)
+    assert [r.result for r in parsed] == ["failed", "pass", "failed", "pass"]
+
+
+@pytest.mark.slow  # starts a kernel: about 4 s
+def test_the_bench_builds_the_book_with_make_books_kernel_backend(monkeypatch):
+    """The bench's cold build failed where make book passed because it set MPLBACKEND=Agg: the kernels then
+    display no figure, and a link to another page's figure by name finds no target.  Its environment
+    leaves MPLBACKEND unset, and a kernel started with it displays a figure."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from bench.book import build_env
+
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # as the tests (conftest.py) and the old bench had it
+    env = build_env()
+    assert "MPLBACKEND" not in env
+    for name in set(os.environ) - set(env):  # the kernel starts in the bench's environment
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nplt.plot([0, 1])\nplt.show()")])
+    NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    assert any("image/png" in o.get("data", {}) for o in nb.cells[0].outputs), nb.cells[0].outputs

@@ -1,7 +1,9 @@
 """No English left on the Chinese pages (issue 32): every heading, every entry of the tables of contents
 and the footer of the built Chinese edition carry Chinese; numbered headings ("## 1. Get a notebook")
 are translated (book/_ext/language_switch.py escapes their number for the parser); the footer names the
-authors in Chinese; no reference to a page that does not exist (前言) or doubled (见附录 附录：)."""
+authors in Chinese; no reference to a page that does not exist (前言) or doubled (见附录 附录：); the
+theme's own strings (search box, sidebar toggles, colour mode, heading links, launch buttons) are Chinese
+(issue 42: book/_ext/theme_zh.py)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,55 @@ def leftovers(html: str) -> list[str]:
     text = soup.get_text(" ")
     out += [f"dangling: {m.group(0)!r}" for rx in DANGLING for m in re.finditer(rx, text)]
     return out
+
+
+#: The services the launch buttons name: the same in both editions.
+SERVICES = {"Binder", "Colab", "JupyterHub"}
+
+
+def theme_leftovers(html: str) -> list[str]:
+    """The theme's English strings on a built Chinese page: tooltips, labels and placeholders of its
+    controls (``title``, ``aria-label``, ``placeholder``, ``data-bs-title``) and the launch buttons' texts;
+    not the citations' tooltips (a paper's title stays as published) nor the print-only contents."""
+    soup = BeautifulSoup(html, "html.parser")
+    for tag in soup.select("a.reference, .onlyprint, .language-switch, script, style"):
+        tag.decompose()
+    found = []
+    for tag in soup.find_all(True):
+        for attr in ("title", "aria-label", "placeholder", "data-bs-title"):
+            value = tag.get(attr)
+            if isinstance(value, str) and english_only(value) and value not in SERVICES:
+                found.append(f"{attr}: {value!r}")
+    for tag in soup.select(".btn__text-container"):
+        text = tag.get_text(" ", strip=True)
+        if english_only(text) and text not in SERVICES:
+            found.append(f"button: {text!r}")
+    return sorted(set(found))
+
+
+def test_the_themes_english_strings_are_caught():
+    """The strings the Chinese pages showed in English before issue 42 (copied from a built page)."""
+    html = ('<input type="search" placeholder="Search this book..." aria-label="Search this book..."/>'
+            '<button class="sidebar-toggle primary-toggle" title="Toggle primary sidebar"></button>'
+            '<button class="theme-switch-button" aria-label="Color mode" data-bs-title="Color mode"></button>'
+            '<h2>注意力<a class="headerlink" href="#x" title="Link to this heading">#</a></h2>'
+            '<button title="Launch interactive content"></button><a title="Launch on Binder">'
+            '<span class="btn__text-container">Binder</span></a>'
+            '<a class="reference internal" title="Ashish Vaswani. Attention is all you need.">[1]</a>'
+            '<button title="颜色模式"></button>')
+    found = theme_leftovers(html)
+    for text in ("Search this book...", "Toggle primary sidebar", "Color mode", "Link to this heading",
+                 "Launch interactive content", "Launch on Binder"):
+        assert any(repr(text) in f for f in found), (text, found)
+    assert not any("Vaswani" in f or "颜色" in f for f in found) and "button: 'Binder'" not in found, found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", toc_pages())
+def test_the_themes_strings_on_the_chinese_pages_are_chinese(page):
+    need_site()
+    need((ZH / "index.html").is_file(), f"no Chinese edition at {ZH}: run make book")
+    assert theme_leftovers((ZH / f"{page}.html").read_text(encoding="utf-8")) == []
 
 
 @pytest.mark.parametrize("text, expected", [

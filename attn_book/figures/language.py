@@ -32,10 +32,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 from matplotlib.ticker import Formatter
 
+from attn_book.figures.fonts import CJK_FONT, cjk_font_file, strict_glyphs
+
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
 METADATA_KEY = "attn_book/figure"  # the output metadata that carries the pickled figure
-CJK_FONT = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make system-packages)
 NUMBER = "{#}"  # a number in a message
 # Latin words a Chinese figure keeps as they are (the Chinese pages write them so too)
 KEPT = frozenset({"FCN", "RNN", "CNN", "GAT", "MLP", "FFN", "GPU", "CPU", "ReLU", "softmax", "Softmax",
@@ -194,11 +195,16 @@ def _chinese_font(t: Text) -> None:
 
 
 def render_chinese(fig, catalogue: Mapping[str, str], print_kwargs: Mapping | None = None):
-    """The Chinese PNG of ``fig`` (changed in place): (png bytes, the texts it drew, missing messages)."""
+    """The Chinese PNG of ``fig`` (changed in place): (png bytes, the texts it drew, missing messages).
+
+    The CJK font is found first (matplotlib's stale font list rebuilt, or :class:`fonts.NoCJKFont`), and a
+    glyph drawn as a box raises :class:`fonts.MissingGlyph` (attn_book/figures/fonts.py)."""
     from IPython.core.pylabtools import print_figure
 
+    cjk_font_file()
     missing = _translate_figure(fig, catalogue)
-    png = print_figure(fig, fmt="png", **dict(print_kwargs or {"bbox_inches": "tight"}))
+    with strict_glyphs():
+        png = print_figure(fig, fmt="png", **dict(print_kwargs or {"bbox_inches": "tight"}))
     return png, drawn_texts(fig), missing
 
 
@@ -264,9 +270,10 @@ def executed_figures(folder: Path):
                     yield page, f"widget {model_id}", entry
 
 
-def update_catalogue(folder: Path, path: Path = CATALOGUE) -> list[str]:
+def update_catalogue(folder: Path, path: Path = CATALOGUE, extra: Mapping[str, list[str]] | None = None) -> list[str]:
     """The catalogue gets every figure text of the executed book as a message (new ones untranslated,
-    texts no figure draws any more obsolete); returns the messages left to translate."""
+    texts no figure draws any more obsolete); returns the messages left to translate.  ``extra``: the
+    messages of figures drawn outside the chapters' cells (msgid -> pages), e.g. the class report's."""
     from babel.messages.catalog import Catalog
     from babel.messages.pofile import read_po, write_po
 
@@ -284,6 +291,9 @@ def update_catalogue(folder: Path, path: Path = CATALOGUE) -> list[str]:
                 pages[msgid].append(page)
     if not pages:
         raise ValueError(f"no figure in the executed notebooks under {folder}: run make book first")
+    for msgid, where in (extra or {}).items():
+        listed = pages.setdefault(msgid, [])
+        listed += [p for p in where if p not in listed]
     for msg in list(catalog):
         if msg.id and msg.id not in pages:
             catalog.obsolete[msg.id] = msg

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parents[2]
 LANG = "zh_CN"
 LOCALES = ROOT / "locales"
@@ -90,9 +91,12 @@ def main(argv: list[str]) -> int:
         return subprocess.call([str(Path(sys.executable).with_name("sphinx-intl")), "update", "-p",
                                 str(ROOT / "_build" / "gettext"), "-l", LANG, "-d", str(LOCALES), "-w", "0"])
     if what == "figures":  # after make book: the figures' texts into figures.po, new ones untranslated
+        import class_report_figure  # the instructors' page's figure, drawn at build time, not in a cell
+
         from attn_book.figures import language
 
-        todo = language.update_catalogue(executed_from_cache(ROOT / "_build"))
+        extra = {m: [class_report_figure.PAGE] for m in class_report_figure.messages()}
+        todo = language.update_catalogue(executed_from_cache(ROOT / "_build"), extra=extra)
         where = language.CATALOGUE.relative_to(ROOT)
         print(f"{where}: {len(todo)} figure texts to translate" + "".join(f"\n  {m!r}" for m in todo))
         return 0

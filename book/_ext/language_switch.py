@@ -15,7 +15,8 @@ escapes the number of such a translation ("1\\. 获取笔记本"), so every numb
 table of contents built from the headings, is translated.
 
 The author in the footer (_config.yml's ``author``, English) is the Chinese team's name in the Chinese
-build (:data:`AUTHOR_ZH`), and its copyright line is Chinese (zh_templates/copyright.html).
+build (:data:`AUTHOR_ZH`), and its copyright line is Chinese (zh_templates/copyright.html); the theme's
+own strings are Chinese too (theme_zh.py).
 
 Glued values in a translated paragraph: Sphinx parses each translation as a small document of its
 own, which lacks MyST-NB's renderer and so the page's glue data ("No key ... found in glue data");
@@ -192,6 +193,7 @@ def setup(app):
         sphinx_i18n.publish_msgstr = _numbered_titles(sphinx_i18n.publish_msgstr)
     app.connect("config-inited", author_zh)
     app.setup_extension("exercise_downloads")   # exercises-en.zip, exercises-zh_CN.zip beside each site
+    app.setup_extension("theme_zh")   # the theme's own strings in Chinese on the Chinese pages
 
     if not getattr(nb_sphinx.load_renderer, "recording", False):
         nb_sphinx.load_renderer = _recording(nb_sphinx.load_renderer)

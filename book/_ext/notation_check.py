@@ -1,6 +1,7 @@
 """The notation page is the registry of the book's symbols; this check keeps it true (issues 28 and 29).
 
-    python book/_ext/notation_check.py            # the chapters, the exercises' text, the catalogues
+    python book/_ext/notation_check.py            # the chapters, the exercises' text, the catalogues, and
+                                                  # every formula's symbols (notation_formulas.py)
     python book/_ext/notation_check.py FILE ...   # these files only (.md, .ipynb or a catalogue .py)
 
 ``book/notation.md`` lists every symbol with its one meaning and the chapters that may define it.  This
@@ -306,6 +307,11 @@ def main(argv: list[str]) -> int:
     files = [Path(a).resolve() for a in argv] or default_files()
     reg = registry()
     findings = [f for path in files for f in check_file(path, reg)]
+    if not argv:  # the whole book: the formulas' symbols too (notation_formulas.py, issue 42)
+        import notation_formulas
+
+        findings += notation_formulas.check_formulas(notation_formulas.book_formulas())
+        findings += notation_formulas.check_registry()
     for f in findings:
         print(f)
     print(f"{len(findings)} finding(s) in {len(files)} file(s); {len(reg)} symbols on the notation page",
