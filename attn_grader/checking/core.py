@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .harness import call as call_with_streams
+
 
 class GradingError(AssertionError):
     """A wrong answer; the message names the catalogued mistake or says what differs."""
@@ -161,8 +163,10 @@ def load_mistake(task: Task, mistake: Mistake) -> Callable:
     return namespace[task.func_name]
 
 
-def _call(fn: Callable, args: tuple):
-    return fn(*copy.deepcopy(args))
+def _call(fn: Callable, args: tuple, reference: bool = False):
+    """``fn`` on a copy of ``args``: a reference gets a stream's source (:class:`.harness.Blocks`), an answer or a
+    mistake a one-pass stream of it (:func:`.harness.call`)."""
+    return fn(*copy.deepcopy(args)) if reference else call_with_streams(fn, copy.deepcopy(args))
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,8 @@ def _wrong(task: Task, got, args: tuple) -> bool:
     """The student's output ``got`` on ``args`` differs from the reference's."""
     try:
         with np.errstate(all="ignore"):
-            return describe_difference(got, to_numpy(_call(task.reference, args)), task.rtol, task.atol) is not None
+            expected = to_numpy(_call(task.reference, args, True))
+            return describe_difference(got, expected, task.rtol, task.atol) is not None
     except Exception:  # noqa: BLE001 - an output that cannot be compared is not right
         return True
 
@@ -306,7 +311,7 @@ def examine(task: Task, student_fn: Callable, cases: Sequence[tuple]) -> Finding
         return Finding(f"{func_name}: expected a function, got {type(student_fn).__name__}")
     outcomes, first = [], None
     for args in cases:
-        expected = to_numpy(_call(task.reference, args))
+        expected = to_numpy(_call(task.reference, args, True))
         try:
             got = _call(student_fn, args)
         except NotImplementedError:

@@ -21,9 +21,13 @@ an answer written by hand.
 Outputs go to ``WORK/out`` as ``.npy`` files (no pickles) plus ``index.json``; the grader reads them
 as untrusted data.
 
-:class:`Blocks` is here, in the one file the sandbox holds, because the streaming tasks (ps12) take it
-as an argument: the catalogue's cases hold it, the in-process check and the self-check call answers
-with it, and the job's unpickler (:class:`JobUnpickler`) rebuilds it here from this file's class.
+:class:`Stream` is here, in the one file the sandbox holds, because the streaming tasks (ps12) take it as an
+argument: a case holds a stream's source (:class:`Blocks`), and an answer is called (:func:`call`) with a one-pass
+:class:`Stream` of it, which no copy, pickle or view turns into a second one.  In the re-check the job holds a
+:class:`Piped` instead, and the blocks come through a pipe from the grader (:mod:`attn_grader.checking.feed`):
+the data is nowhere in this process before the answer reads it.  A stream measures what the answer holds
+(:func:`memory`: resident memory, open files, the sandbox's tmpfs) and stops one whose memory grows with the
+blocks it has read.
 """
 
 import copy
@@ -45,105 +49,217 @@ blocked_calls = []
 
 
 class StreamError(RuntimeError):
-    """A second pass over a :class:`Blocks` stream."""
+    """A stream read a second time, copied, or not read to its end."""
 
 
 class StreamKept(StreamError):
     """An answer kept (copies of) the blocks it read: the memory it holds grew with the stream."""
 
 
-#: A stream checks what the answer keeps once it has handed out this many bytes (a small stream's
-#: blocks are smaller than the Python objects any answer allocates, so it is not checked).
-KEPT_CHECK_FROM = 128 * 1024
+#: A stream measures what the answer holds (:func:`held`) once it has handed out WARM_UP bytes (the base:
+#: an answer's first-block set-up, a library's lazy start, is behind it), then every CHECK_EVERY bytes; from
+#: KEPT_CHECK_FROM bytes past the base, an answer holding more than ``keep`` times the bytes handed out since
+#: the base is stopped (:class:`StreamKept`).  A stream shorter than WARM_UP + KEPT_CHECK_FROM is not checked.
+WARM_UP, KEPT_CHECK_FROM, CHECK_EVERY = 2 << 20, 4 << 20, 256 << 10
+#: Folders on private tmpfs (the sandbox's /tmp, /dev/shm, the re-check's box) whose used bytes count as held:
+#: files an answer wrote there, open or closed.  Empty outside the sandbox (a shared /dev/shm is noise there).
+MEASURED: list = []
+
+
+def _malloc_free():
+    """Bytes glibc's malloc holds free (``mallinfo2().fordblks``), or None elsewhere."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                         "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    fn.restype = Mallinfo2
+    return int(fn().fordblks)
+
+
+def memory() -> tuple:
+    """What this process holds, as (resident memory (NumPy, Python objects, PyTorch, an anonymous mmap once
+    written) + the files it has open (an unlinked ``tempfile.TemporaryFile`` too) + the used bytes of the
+    :data:`MEASURED` folders, the bytes malloc holds free); :func:`held` compares two of them."""
+    total = 0
+    try:
+        with open("/proc/self/statm") as f:
+            total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        seen = set()
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                st = os.stat(int(fd))
+            except OSError:
+                continue
+            if (st.st_mode & 0o170000) == 0o100000 and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    except OSError:  # no /proc (macOS): the peak resident memory
+        import resource
+
+        total += resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    for folder in MEASURED:
+        try:
+            st = os.statvfs(folder)
+            total += (st.f_blocks - st.f_bfree) * st.f_frsize
+        except OSError:
+            pass
+    return total, _malloc_free()
+
+
+def held(base: tuple) -> int:
+    """Bytes held now beyond ``base`` (a :func:`memory`): the growth of the resident memory, files and folders,
+    plus the memory malloc handed out again from what it held free (resident already, so not in the growth)."""
+    now = memory()
+    reused = max(0, base[1] - now[1]) if None not in (base[1], now[1]) else 0
+    return now[0] - base[0] + reused
 
 
 class Blocks:
-    """A one-pass stream of the blocks of ``size`` rows of ``arrays`` (row-aligned): a streaming task's input.
+    """The source of a one-pass stream (the grader's side): the arrays, cut into blocks of ``size`` rows.
 
-    ``for b in blocks`` yields each block once, in order: one read-only array, or a tuple of them when
-    there are several arrays (``for K_B, V_B in blocks``); the last block may be shorter.  Reading the
-    next block overwrites the previous one with NaN (its memory is reused, as a stream's buffer is), so
-    an answer that keeps the blocks to use them later (the whole of K at once, a second pass over kept
-    blocks) computes with NaN; iterating a second time raises :class:`StreamError`.  Each deep copy is a
-    fresh, unread stream (every call of an answer gets its own).
-
-    Copies are caught by their memory: once the stream has handed out ``KEPT_CHECK_FROM`` bytes, before
-    each further block it measures (``tracemalloc``) how much more memory is held than when the loop
-    began, and if that is more than half the bytes handed out -- an answer that kept a copy of every
-    block (``b.copy()``, ``b.tolist()``, ``b + 0``) -- it raises :class:`StreamKept` instead of handing
-    out the rest, so the answer never sees the whole stream even if it swallows the exception.  A one-pass
-    answer holds one block and its running values (under a third of that bound in the ps12 cases with
-    long streams; tests/test_streaming_tasks.py).  Memory that ``tracemalloc`` does not see (copies into
-    PyTorch tensors) escapes this check.
+    A case holds it and the references read ``arrays``; an answer never gets it: :func:`call` hands the
+    answer a :class:`Stream` of it (in the re-check, the job holds a :class:`Piped` in its place and the data
+    comes through a pipe from the grader).  ``keep``: the share of the bytes handed out that an answer may
+    hold (its outputs, its state) before the stream stops it.
     """
 
-    def __init__(self, arrays: tuple, size: int):
-        self.__data = tuple(np.array(a, dtype=float if np.asarray(a).dtype.kind not in "f" else None)
+    def __init__(self, arrays: tuple, size: int, keep: float = 0.5):
+        self.arrays = tuple(np.array(a, dtype=float if np.asarray(a).dtype.kind not in "f" else None)
                             for a in arrays)
-        self.__size = int(size)
-        self.__started = False
+        self.size, self.keep = int(size), float(keep)
+
+    def describe(self) -> str:
+        return describe(len(self.arrays[0]), self.size, [a.shape[1:] for a in self.arrays])
+
+    __repr__ = describe
+
+    def astype(self, dtype) -> "Blocks":
+        """The same source in ``dtype`` (the tests' float32 runs)."""
+        return Blocks(tuple(a.astype(dtype) for a in self.arrays), self.size, self.keep)
+
+    def chunks(self):
+        for j0 in range(0, len(self.arrays[0]), self.size):
+            yield tuple(np.array(a[j0:j0 + self.size]) for a in self.arrays)
+
+
+def describe(rows: int, size: int, shapes) -> str:
+    what = " and ".join(f"({rows}, {', '.join(map(str, s))})" if s else f"({rows},)" for s in shapes)
+    return f"a stream of {what} in blocks of {size} rows"
+
+
+class Piped:
+    """A stream's place in the re-check's job: its blocks come through the pipe ``fd``, written by the grader
+    outside the sandbox (:mod:`attn_grader.checking.feed`), so the data is nowhere in this process before the
+    answer reads it, and once read it is gone from the pipe."""
+
+    def __init__(self, fd: int, rows: int, size: int, shapes: list, dtypes: list, keep: float):
+        self.fd, self.rows, self.size, self.shapes, self.dtypes, self.keep = fd, rows, size, shapes, dtypes, keep
+
+    def describe(self) -> str:
+        return describe(self.rows, self.size, self.shapes)
+
+    def chunks(self):
+        import io
+
+        pipe = io.FileIO(self.fd, "rb", closefd=True)
+        try:
+            for j0 in range(0, self.rows, self.size):
+                block = tuple(np.empty((min(self.size, self.rows - j0), *s), dtype=d)
+                              for s, d in zip(self.shapes, self.dtypes, strict=True))
+                for a in block:
+                    view, got = memoryview(a).cast("B"), 0
+                    while got < a.nbytes:
+                        n = pipe.readinto(view[got:])
+                        if not n:
+                            raise StreamError("the stream ended early: its data was read by something other than "
+                                              "the loop over the blocks")
+                        got += n
+                yield block
+        finally:
+            pipe.close()
+
+
+class Stream:
+    """What an answer gets: ``for b in blocks`` yields each block once, in order (one read-only array, or a
+    tuple of them, ``for K_B, V_B in blocks``; the last may be shorter).  Reading the next block overwrites
+    the previous one with NaN; a second ``for`` raises :class:`StreamError`; no copy, pickle or deep copy
+    of it is a stream (they raise); an answer that keeps copies of the blocks (``b.copy()``, a list, an
+    mmap, a temporary file) is stopped by its memory (:func:`held`) before the end of a long stream."""
+
+    __slots__ = ("_blocks", "_what", "finished", "_started")
+
+    def __init__(self, source):
+        self._what, self.finished, self._started = source.describe(), False, False
+        self._blocks = _hand_out(self, source.chunks(), source.keep)
 
     def __iter__(self):
-        if self.__started:
+        if self._started:
             raise StreamError("the blocks were iterated a second time: a stream is read in one pass, one "
                               "for loop over the blocks, keeping only the running values")
-        self.__started = True
-        return self.__blocks()
+        self._started = True
+        return self._blocks
 
-    def __blocks(self):
-        import tracemalloc
+    def _refuse(self, *args):
+        raise StreamError("a stream cannot be copied, pickled or converted: it is read once, in one for loop")
 
-        kept = ()
-        started = not tracemalloc.is_tracing()
-        if started:
-            tracemalloc.start()
-        base, handed = tracemalloc.get_traced_memory()[0], 0
-        try:
-            for j0 in range(0, len(self.__data[0]), self.__size):
-                for b in kept:
-                    b.fill(np.nan)  # the next block reuses the buffer: a kept block is gone
-                if handed >= KEPT_CHECK_FROM:
-                    held = tracemalloc.get_traced_memory()[0] - base
-                    if held > handed / 2:
-                        raise StreamKept(
-                            f"the answer kept the blocks it read: after {handed} bytes of the stream it held "
-                            f"{held} bytes more than when its loop began; a stream is read in one pass, "
-                            "keeping only the running values, not a copy of each block")
-                handed += sum(a[j0:j0 + self.__size].nbytes for a in self.__data)
-                kept = tuple(np.array(a[j0:j0 + self.__size]) for a in self.__data)
-                views = []
-                for b in kept:
-                    v = b.view()
-                    v.flags.writeable = False
-                    views.append(v)
-                yield views[0] if len(views) == 1 else tuple(views)
-        finally:
-            for b in kept:
-                b.fill(np.nan)
-            if started:
-                tracemalloc.stop()
-
-    def __deepcopy__(self, memo):
-        return Blocks(tuple(a.copy() for a in self.__data), self.__size)
-
-    def __reduce__(self):
-        return Blocks, (self.__data, self.__size)
+    __copy__ = __deepcopy__ = __reduce__ = __reduce_ex__ = __getstate__ = astype = __array__ = _refuse
 
     def __repr__(self):
-        return f"<{len(self.__data[0])} in blocks of {self.__size}>"
+        return f"<{self._what}>"
 
-    def astype(self, dtype):
-        """A fresh, unread stream of the same blocks in ``dtype`` (the tests' float32 runs)."""
-        return Blocks(tuple(a.astype(dtype) for a in self.__data), self.__size)
+
+def _hand_out(stream: Stream, chunks, keep: float):
+    kept, handed, base, since, next_check = (), 0, None, 0, WARM_UP
+    try:
+        for block in chunks:
+            for b in kept:
+                b.fill(np.nan)  # the next block reuses the buffer: a kept block is gone
+            if handed >= next_check:
+                next_check = handed + CHECK_EVERY
+                if base is None:
+                    base, since = memory(), handed
+                elif handed - since >= KEPT_CHECK_FROM and (grew := held(base)) > keep * (handed - since):
+                    raise StreamKept(f"the answer kept the blocks it read: it held {grew} bytes more after reading "
+                                     f"{handed - since} bytes of the stream; a stream is read in one pass, keeping "
+                                     "only the running values, not a copy of each block")
+            handed += sum(a.nbytes for a in block)
+            kept = block
+            views = []
+            for b in kept:
+                v = b.view()
+                v.flags.writeable = False
+                views.append(v)
+            yield views[0] if len(views) == 1 else tuple(views)
+        stream.finished = True
+    finally:
+        for b in kept:
+            b.fill(np.nan)
+
+
+def call(fn, args: tuple):
+    """``fn(*args)`` with each stream source in ``args`` handed out as a :class:`Stream`; an answer that returns
+    before reading a stream to its end raises :class:`StreamError` (each streaming task needs every block)."""
+    given = tuple(Stream(a) if isinstance(a, Blocks | Piped) else a for a in args)
+    value = fn(*given)
+    if any(isinstance(s, Stream) and not s.finished for s in given):
+        raise StreamError("the function returned before reading the stream to its end (every block is needed, "
+                          "read once, in one for loop)")
+    return value
 
 
 class JobUnpickler(pickle.Unpickler):
-    """Reads the job: NumPy's and the standard library's classes, and :class:`Blocks` from this file (the
-    grader pickles it as ``attn_grader.checking.harness.Blocks``; that package is not in the sandbox)."""
+    """Reads the job: NumPy's and the standard library's classes, and :class:`Blocks` and :class:`Piped` from
+    this file (the grader pickles them as ``attn_grader.checking.harness``; that package is not in the sandbox)."""
 
     def find_class(self, module, name):
-        if module in ("attn_grader.checking.harness", "__main__") and name == "Blocks":
-            return Blocks
+        if module in ("attn_grader.checking.harness", "__main__") and name in ("Blocks", "Piped"):
+            return {"Blocks": Blocks, "Piped": Piped}[name]
         return super().find_class(module, name)
 
 
@@ -235,7 +351,7 @@ def run_task(ti, task, namespace, job, out_dir, index):
     for ci, args in enumerate(task["cases"]):
         try:
             signal.alarm(job["call_seconds"])
-            value = fn(*copy.deepcopy(args))
+            value = call(fn, copy.deepcopy(args))
             signal.alarm(0)
             results.append(save(to_plain(value), out_dir, f"t{ti}_c{ci}"))
         except Timeout:
@@ -251,6 +367,7 @@ def main(work):
     with open(os.path.join(work, "job.pkl"), "rb") as f:
         job = JobUnpickler(f).load()  # written by the grader for this sandbox
     os.remove(os.path.join(work, "job.pkl"))
+    MEASURED[:] = job.get("measured", [])
     out_dir = os.path.join(work, "out")
     os.makedirs(out_dir, exist_ok=True)
     index = {"answers": {}, "tasks": {}}
