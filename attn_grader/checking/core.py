@@ -156,6 +156,53 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
     return None
 
 
+def is_counting(expected) -> bool:
+    """An output that is a number, or a tuple of numbers, all whole (a count of bytes, of steps; not an array of
+    indices): the self-check never shows its value."""
+    if isinstance(expected, tuple | list):
+        return all(is_counting(e) for e in expected)
+    arr = np.asarray(expected)
+    if arr.ndim:
+        return False
+    return arr.dtype.kind in "iu" or (arr.dtype.kind == "f" and bool(np.all(np.isfinite(arr))) and
+                                      bool(np.all(arr == np.round(arr))) and bool(np.all(np.abs(arr) >= 2)))
+
+
+def describe_count(got, expected, path: str = "output") -> str | None:
+    """What differs between two outputs of whole numbers, without the expected value: the shape, or for the
+    first value that differs, too large or too small and by what simple factor (``2 times``, ``half``)."""
+    if isinstance(expected, tuple | list):
+        if not isinstance(got, tuple | list) or len(got) != len(expected):
+            return f"{path}: expected a tuple of {len(expected)} values"
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            if msg := describe_count(g, e, f"{path}[{i}]"):
+                return msg
+        return None
+    try:
+        g, e = np.asarray(to_numpy(got), dtype=float), np.asarray(expected, dtype=float)
+    except Exception:  # noqa: BLE001
+        return f"{path}: expected numbers, got {type(got).__name__}"
+    if g.shape != e.shape:
+        return f"{path}: expected shape {e.shape}, got {g.shape}"
+    bad = ~np.isclose(g, e, rtol=0, atol=0.5)
+    if not bad.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    gv, ev = float(g[where]), float(e[where])
+    at = f" at index {where}" if g.ndim else ""
+    if not np.isfinite(gv) or ev == 0 or gv == 0 or (gv > 0) != (ev > 0):
+        return f"{path}{at}: wrong ({'not a finite number' if not np.isfinite(gv) else 'wrong sign or zero'})"
+    ratio = gv / ev
+    size = "too large" if abs(gv) > abs(ev) else "too small"
+    for k in (2, 3, 4, 8):
+        if abs(ratio - k) < 1e-3 * k:
+            return f"{path}{at}: {size}, {k} times the expected value"
+        if abs(ratio - 1 / k) < 1e-3 / k:
+            return f"{path}{at}: {size}, 1/{k} of the expected value"
+    near = "close to it (within 10%)" if abs(ratio - 1) < 0.1 else "not by a simple factor"
+    return f"{path}{at}: {size}, {near}"
+
+
 def load_mistake(task: Task, mistake: Mistake) -> Callable:
     """The function a mistake's answer cell defines (run after the task's setup imports)."""
     namespace: dict = {}
@@ -275,9 +322,19 @@ def tasks_of(assignment: str) -> list[Task]:
 def _shape_of(args: tuple) -> str:
     parts = []
     for a in args:
+        if hasattr(a, "describe"):  # a stream's source: its shapes, not its repr cut short
+            parts.append(a.describe())
+            continue
         arr = np.asarray(a) if not callable(a) else None
-        parts.append(str(arr.shape) if arr is not None and arr.ndim else repr(a)[:20])
+        parts.append(str(arr.shape) if arr is not None and arr.ndim else _plain(a))
     return ", ".join(parts)
+
+
+def _plain(a) -> str:
+    """A scalar as a person writes it (``-0.76``, not NumPy 2's ``np.float64(-0.76)``), or its type's name."""
+    if isinstance(a, np.generic):
+        a = a.item()
+    return repr(a) if isinstance(a, int | float | bool | str | type(None)) else type(a).__name__
 
 
 #: What an answer that still raises NotImplementedError is, in the feedback, the class report and the self-check.
@@ -299,19 +356,21 @@ def mistake_sentence(func_name: str, mistake: Mistake) -> str:
     return f"{func_name}: this looks like the common mistake [{mistake.name}]: {mistake.message}."
 
 
-def examine(task: Task, student_fn: Callable, cases: Sequence[tuple]) -> Finding | None:
+def examine(task: Task, student_fn: Callable, cases: Sequence[tuple], reveal: bool = True) -> Finding | None:
     """Compare ``student_fn`` with the reference on ``cases``; ``None`` when it matches on every one.
 
     The function runs on every case first; a mistake is named only when it reproduces every case where
     both ran (:func:`diagnose`), and the message then says on which cases the function raised; otherwise
-    it says what differs on the first case that differs.
+    it says what differs on the first case that differs.  ``reveal=False`` (the self-check): a count's
+    expected value is never shown, only how the answer differs (:func:`describe_count`).
     """
     func_name = task.func_name
     if not callable(student_fn):
         return Finding(f"{func_name}: expected a function, got {type(student_fn).__name__}")
     outcomes, first = [], None
     for args in cases:
-        expected = to_numpy(_call(task.reference, args, True))
+        raw = _call(task.reference, args, True)
+        expected = to_numpy(raw)
         try:
             got = _call(student_fn, args)
         except NotImplementedError:
@@ -323,6 +382,8 @@ def examine(task: Task, student_fn: Callable, cases: Sequence[tuple]) -> Finding
             continue
         outcomes.append(got)
         problem = describe_difference(got, expected, task.rtol, task.atol)
+        if problem is not None and not reveal and is_counting(raw):
+            problem = describe_count(got, expected) or problem
         if problem is not None and first is None:
             first = f"{func_name} on inputs of shapes ({_shape_of(args)}): {problem}"
     if first is None:

@@ -35,7 +35,8 @@ def final_scores(tasks: list[str], maxes: dict[str, float], nb_scores: dict[str,
         if verdict.passed:
             out.scores[gid] = mx if ok_nb else nb
             if not ok_nb:
-                out.task_notes[gid] = "the notebook's test failed (see the feedback)"
+                out.task_notes[gid] = ("the notebook's test failed while the re-check passed: the two disagree "
+                                       "(see the feedback)")
             continue
         out.scores[gid] = 0.0
         out.task_notes[gid] = f"re-check: {verdict.reason}"
