@@ -234,3 +234,19 @@ def test_an_eps_in_the_denominator_is_right_on_every_draw(monkeypatch):
     assert examine(task, eps, task.hidden_cases()) is None  # with the long stream
     monkeypatch.setattr(io, "_in_domain", lambda Q, K: (Q, K))
     assert len(failures()) >= 5
+
+
+@pytest.mark.slow
+def test_an_answer_that_calls_the_reference_is_told_it_may_not():
+    """Issue 41: not "online_step is not defined" but what the student did."""
+    tasks = [t for t in tasks_of("ps12_efficient") if t.func_name in ("online_step", "hbm_bytes")]
+    given = {f"{f}_answer": src for f, src in solutions("ps12_efficient").items()}
+    given["online_step_answer"] = "from attn_ref.efficient import online_step\n"
+    given["hbm_bytes_answer"] = ("def hbm_bytes(n, d, sram_bytes, elem_bytes):\n    import attn_ref.io_model as io\n"
+                                 "    return io.standard_attention_io(n, d, elem_bytes).total, 0\n")
+    cases = {t.func_name: recheck.cases_for(t, b"issue 41" * 4, given) for t in tasks}
+    with tempfile.TemporaryDirectory() as work:
+        index = recheck.run(tasks, cases, cells("ps12_efficient")["setup"], given, work)
+    verdicts = recheck.compare(tasks, cases, index)
+    for func in ("online_step", "hbm_bytes"):
+        assert not verdicts[func].passed and "the reference `attn_ref` may not be called" in verdicts[func].reason

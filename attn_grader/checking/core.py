@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .counting import describe_count, is_counting
 from .harness import call as call_with_streams
 
 
@@ -154,53 +155,6 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
         return (f"{path}: {int(bad.sum())} of {bad.size} values differ; first at index {where}: "
                 f"expected {expected[where].item()!r}, got {got[where].item()!r}{nan_note}{dtype_note}")
     return None
-
-
-def is_counting(expected) -> bool:
-    """An output that is a number, or a tuple of numbers, all whole (a count of bytes, of steps; not an array of
-    indices): the self-check never shows its value."""
-    if isinstance(expected, tuple | list):
-        return all(is_counting(e) for e in expected)
-    arr = np.asarray(expected)
-    if arr.ndim:
-        return False
-    return arr.dtype.kind in "iu" or (arr.dtype.kind == "f" and bool(np.all(np.isfinite(arr))) and
-                                      bool(np.all(arr == np.round(arr))) and bool(np.all(np.abs(arr) >= 2)))
-
-
-def describe_count(got, expected, path: str = "output") -> str | None:
-    """What differs between two outputs of whole numbers, without the expected value: the shape, or for the
-    first value that differs, too large or too small and by what simple factor (``2 times``, ``half``)."""
-    if isinstance(expected, tuple | list):
-        if not isinstance(got, tuple | list) or len(got) != len(expected):
-            return f"{path}: expected a tuple of {len(expected)} values"
-        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-            if msg := describe_count(g, e, f"{path}[{i}]"):
-                return msg
-        return None
-    try:
-        g, e = np.asarray(to_numpy(got), dtype=float), np.asarray(expected, dtype=float)
-    except Exception:  # noqa: BLE001
-        return f"{path}: expected numbers, got {type(got).__name__}"
-    if g.shape != e.shape:
-        return f"{path}: expected shape {e.shape}, got {g.shape}"
-    bad = ~np.isclose(g, e, rtol=0, atol=0.5)
-    if not bad.any():
-        return None
-    where = tuple(int(i) for i in np.argwhere(bad)[0])
-    gv, ev = float(g[where]), float(e[where])
-    at = f" at index {where}" if g.ndim else ""
-    if not np.isfinite(gv) or ev == 0 or gv == 0 or (gv > 0) != (ev > 0):
-        return f"{path}{at}: wrong ({'not a finite number' if not np.isfinite(gv) else 'wrong sign or zero'})"
-    ratio = gv / ev
-    size = "too large" if abs(gv) > abs(ev) else "too small"
-    for k in (2, 3, 4, 8):
-        if abs(ratio - k) < 1e-3 * k:
-            return f"{path}{at}: {size}, {k} times the expected value"
-        if abs(ratio - 1 / k) < 1e-3 / k:
-            return f"{path}{at}: {size}, 1/{k} of the expected value"
-    near = "close to it (within 10%)" if abs(ratio - 1) < 0.1 else "not by a simple factor"
-    return f"{path}{at}: {size}, {near}"
 
 
 def load_mistake(task: Task, mistake: Mistake) -> Callable:

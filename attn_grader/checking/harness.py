@@ -30,6 +30,7 @@ the data is nowhere in this process before the answer reads it.  A stream measur
 blocks it has read.
 """
 
+import contextlib
 import copy
 import json
 import os
@@ -56,30 +57,23 @@ class StreamKept(StreamError):
     """An answer kept (copies of) the blocks it read: the memory it holds grew with the stream."""
 
 
-#: A stream measures what the answer holds (:func:`held`) once it has handed out WARM_UP bytes (the base:
-#: an answer's first-block set-up, a library's lazy start, is behind it), then every CHECK_EVERY bytes; from
-#: KEPT_CHECK_FROM bytes past the base, an answer holding more than ``keep`` times the bytes handed out since
-#: the base is stopped (:class:`StreamKept`).  A stream shorter than WARM_UP + KEPT_CHECK_FROM is not checked.
+#: A stream takes its base (:func:`memory`) after WARM_UP bytes (past an answer's set-up), then every CHECK_EVERY
+#: bytes, from KEPT_CHECK_FROM past the base, stops an answer holding more than ``keep`` times what it read since.
 WARM_UP, KEPT_CHECK_FROM, CHECK_EVERY = 2 << 20, 4 << 20, 256 << 10
-#: Folders on private tmpfs (the sandbox's /tmp, /dev/shm, the re-check's box) whose used bytes count as held:
-#: files an answer wrote there, open or closed.  Empty outside the sandbox (a shared /dev/shm is noise there).
+#: Private tmpfs folders (the sandbox's /tmp, /dev/shm, box) whose used bytes count; empty outside the sandbox.
 MEASURED: list = []
 
 
 def _malloc_free():
-    """Bytes glibc's malloc holds free (``mallinfo2().fordblks``), or None elsewhere."""
+    """Bytes glibc's malloc holds free (``mallinfo2().fordblks``, the 9th of its 10 fields), or None elsewhere."""
     import ctypes
 
-    try:
-        fn = ctypes.CDLL(None).mallinfo2
-    except (OSError, AttributeError):
-        return None
-    class Mallinfo2(ctypes.Structure):
-        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                                                         "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-    fn.restype = Mallinfo2
-    return int(fn().fordblks)
+    fn = getattr(ctypes.CDLL(None), "mallinfo2", None)
+    if fn is not None:
+        fields = [(f"f{i}", ctypes.c_size_t) for i in range(10)]
+        fn.restype = type("Mallinfo2", (ctypes.Structure,), {"_fields_": fields})
+        return int(fn().f8)
+    return None
 
 
 def memory() -> tuple:
@@ -90,25 +84,19 @@ def memory() -> tuple:
     try:
         with open("/proc/self/statm") as f:
             total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        seen = set()
+        files = {}
         for fd in os.listdir("/proc/self/fd"):
-            try:
-                st = os.stat(int(fd))
-            except OSError:
-                continue
-            if (st.st_mode & 0o170000) == 0o100000 and (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
+            with contextlib.suppress(OSError):
+                if (st := os.stat(int(fd))).st_mode & 0o170000 == 0o100000:  # a regular file
+                    files[st.st_dev, st.st_ino] = st.st_blocks * 512
+        total += sum(files.values())
     except OSError:  # no /proc (macOS): the peak resident memory
         import resource
 
         total += resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     for folder in MEASURED:
-        try:
-            st = os.statvfs(folder)
-            total += (st.f_blocks - st.f_bfree) * st.f_frsize
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            total += (st := os.statvfs(folder)).f_frsize * (st.f_blocks - st.f_bfree)
     return total, _malloc_free()
 
 
@@ -121,13 +109,8 @@ def held(base: tuple) -> int:
 
 
 class Blocks:
-    """The source of a one-pass stream (the grader's side): the arrays, cut into blocks of ``size`` rows.
-
-    A case holds it and the references read ``arrays``; an answer never gets it: :func:`call` hands the
-    answer a :class:`Stream` of it (in the re-check, the job holds a :class:`Piped` in its place and the data
-    comes through a pipe from the grader).  ``keep``: the share of the bytes handed out that an answer may
-    hold (its outputs, its state) before the stream stops it.
-    """
+    """A stream's source (a case holds it, the references read ``arrays``); an answer gets a :class:`Stream` of it
+    (:func:`call`), the re-check a :class:`Piped`.  ``keep``: the share of the bytes read an answer may hold."""
 
     def __init__(self, arrays: tuple, size: int, keep: float = 0.5):
         self.arrays = tuple(np.array(a, dtype=float if np.asarray(a).dtype.kind not in "f" else None)
@@ -136,7 +119,6 @@ class Blocks:
 
     def describe(self) -> str:
         return describe(len(self.arrays[0]), self.size, [a.shape[1:] for a in self.arrays])
-
     __repr__ = describe
 
     def astype(self, dtype) -> "Blocks":
@@ -154,9 +136,8 @@ def describe(rows: int, size: int, shapes) -> str:
 
 
 class Piped:
-    """A stream's place in the re-check's job: its blocks come through the pipe ``fd``, written by the grader
-    outside the sandbox (:mod:`attn_grader.checking.feed`), so the data is nowhere in this process before the
-    answer reads it, and once read it is gone from the pipe."""
+    """A stream in the re-check's job: its blocks come through the pipe ``fd`` from the grader (:mod:`.feed`),
+    nowhere in this process before the answer reads them."""
 
     def __init__(self, fd: int, rows: int, size: int, shapes: list, dtypes: list, keep: float):
         self.fd, self.rows, self.size, self.shapes, self.dtypes, self.keep = fd, rows, size, shapes, dtypes, keep
@@ -175,10 +156,8 @@ class Piped:
                 for a in block:
                     view, got = memoryview(a).cast("B"), 0
                     while got < a.nbytes:
-                        n = pipe.readinto(view[got:])
-                        if not n:
-                            raise StreamError("the stream ended early: its data was read by something other than "
-                                              "the loop over the blocks")
+                        if not (n := pipe.readinto(view[got:])):
+                            raise StreamError("the stream ended early: its data was read outside the loop over it")
                         got += n
                 yield block
         finally:
@@ -186,11 +165,8 @@ class Piped:
 
 
 class Stream:
-    """What an answer gets: ``for b in blocks`` yields each block once, in order (one read-only array, or a
-    tuple of them, ``for K_B, V_B in blocks``; the last may be shorter).  Reading the next block overwrites
-    the previous one with NaN; a second ``for`` raises :class:`StreamError`; no copy, pickle or deep copy
-    of it is a stream (they raise); an answer that keeps copies of the blocks (``b.copy()``, a list, an
-    mmap, a temporary file) is stopped by its memory (:func:`held`) before the end of a long stream."""
+    """What an answer gets: each block once, in order (read-only arrays; the next read fills the last with NaN); a
+    second ``for``, a copy, a pickle raise :class:`StreamError`; keeping copies of the blocks raises StreamKept."""
 
     __slots__ = ("_blocks", "_what", "finished", "_started")
 
@@ -207,7 +183,6 @@ class Stream:
 
     def _refuse(self, *args):
         raise StreamError("a stream cannot be copied, pickled or converted: it is read once, in one for loop")
-
     __copy__ = __deepcopy__ = __reduce__ = __reduce_ex__ = __getstate__ = astype = __array__ = _refuse
 
     def __repr__(self):
@@ -229,13 +204,10 @@ def _hand_out(stream: Stream, chunks, keep: float):
                                      f"{handed - since} bytes of the stream; a stream is read in one pass, keeping "
                                      "only the running values, not a copy of each block")
             handed += sum(a.nbytes for a in block)
-            kept = block
-            views = []
-            for b in kept:
-                v = b.view()
+            kept, views = block, tuple(b.view() for b in block)
+            for v in views:
                 v.flags.writeable = False
-                views.append(v)
-            yield views[0] if len(views) == 1 else tuple(views)
+            yield views[0] if len(views) == 1 else views
         stream.finished = True
     finally:
         for b in kept:
@@ -340,12 +312,22 @@ def source_of(text):
     return text
 
 
+REFERENCE = "attn_ref"  # an answer cell's outcome in the index: it imported the reference
+REFERENCE_CALLED = "the reference `attn_ref` may not be called: an answer computes its result itself"
+
+
+def calls_reference(exc: BaseException) -> bool:
+    """``exc`` is the import of the reference or the grader (absent from the sandbox)."""
+    return isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in ("attn_ref", "attn_grader")
+
+
 def run_task(ti, task, namespace, job, out_dir, index):
     """Call the task's function on every case; outputs to ``out_dir``, verdicts to ``index``."""
     name = task["func_name"]
     fn = namespace.get(name)
     if not callable(fn):
-        index["tasks"][name] = {"error": f"{name} is not defined"}
+        refused = index["answers"].get(f"{name}_answer") == REFERENCE
+        index["tasks"][name] = {"error": REFERENCE_CALLED if refused else f"{name} is not defined"}
         return
     results = []
     for ci, args in enumerate(task["cases"]):
@@ -359,7 +341,8 @@ def run_task(ti, task, namespace, job, out_dir, index):
             results.append({"error": f"took longer than {job['call_seconds']} s"})
         except BaseException as exc:  # noqa: BLE001
             signal.alarm(0)
-            results.append({"error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            results.append({"error": REFERENCE_CALLED if calls_reference(exc) else
+                            f"{type(exc).__name__}: {str(exc)[:200]}"})
     index["tasks"][name] = {"results": results}
 
 
@@ -399,7 +382,7 @@ def main(work):
             index["answers"][gid] = "ok"
         except BaseException as exc:  # noqa: BLE001 - an answer may raise anything, even SystemExit
             signal.alarm(0)
-            index["answers"][gid] = type(exc).__name__
+            index["answers"][gid] = REFERENCE if calls_reference(exc) else type(exc).__name__
         write_index()
         for ti, task in [t for t in tasks if f"{t[1]['func_name']}_answer" == gid]:
             run_task(ti, task, namespace, job, out_dir, index)
