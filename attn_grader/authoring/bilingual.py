@@ -45,7 +45,8 @@ def po_of(path: Path, root: Path = ROOT) -> Path:
 
 
 def text_cells(root: Path = ROOT, only: Path | None = None):
-    """(notebook path, notebook, cell) for every markdown cell of every source notebook."""
+    """(notebook path, notebook, cell) for every markdown cell of every source notebook, but a written answer's
+    (an nbgrader solution cell: its rubric, in both languages in the cell, never goes into a catalogue)."""
     import nbformat
 
     for path in sorted((root / "solutions").glob("*/*.ipynb")):
@@ -53,7 +54,8 @@ def text_cells(root: Path = ROOT, only: Path | None = None):
             continue
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            if cell.cell_type == "markdown" and english(cell.source):
+            if cell.cell_type == "markdown" and english(cell.source) and \
+                    not cell.metadata.get("nbgrader", {}).get("solution"):
                 yield path, nb, cell
 
 
