@@ -356,3 +356,14 @@ def test_how_to_get_it_names_the_books_repository():
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     assert selfcheck.HOW_TO_GET_IT == (f'pip install "self-attention-step-by-step[student] @ '
                                        f'git+{repo["url"].rstrip("/")}@{repo.get("branch", "main")}"')
+
+
+def test_inputs_are_described_plainly_and_in_full():
+    """Issue 41: a stream was "(<40960 in blocks of )" (its repr cut at 20 characters), a NumPy 2 scalar
+    "np.float64(-0.76...)"."""
+    from attn_grader.checking.harness import Blocks
+
+    text = core._shape_of((np.float64(-0.76), np.int64(3), np.zeros((2, 3)), Blocks((np.zeros(40960),), 256)))
+    assert text == "-0.76, 3, (2, 3), a stream of (40960,) in blocks of 256 rows"
+    pair = Blocks((np.zeros((70, 4)), np.zeros((70, 2))), 8)
+    assert core._shape_of((np.ones((3, 4)), pair)) == "(3, 4), a stream of (70, 4) and (70, 2) in blocks of 8 rows"
