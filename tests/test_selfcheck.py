@@ -56,9 +56,11 @@ def _off_by_one_entry(fn):
 
 
 #: Mistakes that only the fixed cases of their task's generator show (an edge case written out: r >= n, n = 1,
-#: one layer; a repeated edge, which a random draw may lack), or that the fresh cases cannot tell from a sibling: the self-check, which never uses a fixed case
-#: (issue 41), does not name them; the hidden tests do.  stacked_reach's cases are all fixed (no fresh input).
-EDGE_ONLY = {("adjacency_from_edges", "edges_counted"), ("adjacency_from_edges", "edges_counted_then_max"), ("stacked_reach", "one_layer_only"),
+#: one layer; a repeated edge, which a random draw may lack), or that the fresh cases cannot tell from a sibling:
+#: the self-check, which never uses a fixed case (issue 41), may not name them; the hidden tests do.
+#: stacked_reach's cases are all fixed (no fresh input).
+EDGE_ONLY = {("adjacency_from_edges", "edges_counted"), ("adjacency_from_edges", "edges_counted_then_max"),
+             ("stacked_reach", "one_layer_only"),
              ("stacked_reach", "window_width_times_layers"), ("stacked_reach", "radius_plus_layers"),
              ("stacked_reach", "reach_doubled"), ("head_roles", "maps_transposed"),
              ("sinusoidal_table", "block_layout_of_tensor2tensor"), ("score_memory", "band_not_capped"),
