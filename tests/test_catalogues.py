@@ -18,6 +18,7 @@ import pytest
 from others_answers import OTHERS
 
 from attn_grader import GradingError, check
+from attn_grader.checking import harness
 from attn_grader.checking.core import Mistake, load_mistake
 from attn_grader.checking.harness import Blocks
 from solutions import ASSIGNMENTS, all_answers, cells, other_answers, solution, solutions
@@ -100,7 +101,7 @@ def test_float32_solution_passes_and_float32_mistakes_are_still_named(item, monk
 
     for seed in range(5):  # the re-check draws other inputs (from the course secret): float32 passes there too
         for args in task.cases(np.random.default_rng(seed)):
-            got = right(*(_float32(a) for a in copy.deepcopy(args)))  # a stream of blocks (ps12) is read once
+            got = harness.call(right, tuple(_float32(a) for a in copy.deepcopy(args)))  # ps12: a one-pass stream
             assert describe_difference(got, to_numpy(task.reference(*args)), task.rtol, task.atol) is None, seed
     others = other_answers(task.assignment, task.func_name)
     with warnings.catch_warnings(), np.errstate(all="ignore"):

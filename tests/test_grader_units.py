@@ -229,8 +229,9 @@ def test_final_scores_need_both_the_notebook_and_the_recheck():
     out = final_scores(tasks, maxes, nb, verdicts)
     assert out.scores == {"a_test": 2.0, "b_test": 0.0, "c_test": 1.0, "d_test": 0.0, "e_test": 1.5}
     assert out.flags == ["b_test: notebook test passed but the re-check failed ([swapped] W_q and W_k swapped)"]
-    assert out.task_notes["b_test"] == "re-check: [swapped] W_q and W_k swapped"
-    assert out.task_notes["c_test"].startswith("the notebook's test failed")
+    assert out.task_notes["b_test"] == ("re-check: [swapped] W_q and W_k swapped (the notebook's test passed: "
+                                        "the two disagree)")
+    assert out.task_notes["c_test"].startswith("the notebook's test failed while the re-check passed: the two disagree")
     assert "a_test" not in out.task_notes and "e_test" not in out.task_notes
 
 

@@ -55,14 +55,35 @@ def _off_by_one_entry(fn):
     return lambda *args: bump(fn(*args))
 
 
+#: Mistakes that only the fixed cases of their task's generator show (an edge case written out: r >= n, n = 1,
+#: one layer; a repeated edge, which a random draw may lack), or that the fresh cases cannot tell from a sibling:
+#: the self-check, which never uses a fixed case (issue 41), may not name them; the hidden tests do.
+#: stacked_reach's cases are all fixed (no fresh input).
+EDGE_ONLY = {("adjacency_from_edges", "edges_counted"), ("adjacency_from_edges", "edges_counted_then_max"),
+             ("stacked_reach", "one_layer_only"),
+             ("stacked_reach", "window_width_times_layers"), ("stacked_reach", "radius_plus_layers"),
+             ("stacked_reach", "reach_doubled"), ("head_roles", "maps_transposed"),
+             ("sinusoidal_table", "block_layout_of_tensor2tensor"), ("score_memory", "band_not_capped"),
+             ("path_lengths", "float_logarithm"), ("path_lengths", "zero_layers_for_n1"),
+             # ps12: a copy of every block is stopped on the long streams only, which the self-check leaves out
+             ("online_softmax", "blocks_copied"), ("blocked_attention", "blocks_copied")}
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_every_catalogued_mistake_is_named_and_the_solution_gets_one_short_line(assignment, capsys):
+def test_every_catalogued_mistake_is_named_and_the_solution_gets_one_short_line(assignment, capsys, monkeypatch):
+    import itertools
+
+    counter, real = itertools.count(1), np.random.SeedSequence  # the self-check's draws, made repeatable here
+    monkeypatch.setattr(np.random, "SeedSequence", lambda *a: real(41_000 + next(counter)))
     for task in tasks_of(assignment):
         out = _said(capsys, task, _solution(task))
-        assert out == f"self-check: {task.func_name} is right on {len(task.hidden_cases())} fresh random inputs.\n"
+        assert re.fullmatch(rf"self-check: ({task.func_name} is right on \d+ fresh random inputs?\.|no fresh inputs "
+                            rf"for {task.func_name}; the asserts below check it\.)\n", out), out
         others = other_answers(assignment, task.func_name)
         for m in task.mistakes:
             out = _said(capsys, task, load_mistake(task, Mistake(m.name, m.message, others + "\n" + m.source)))
+            if (task.func_name, m.name) in EDGE_ONLY:
+                continue
             assert out.startswith("self-check: " + core.mistake_sentence(task.func_name, m)), (m.name, out)
             assert out.count("common mistake [") == 1, out
 
@@ -79,9 +100,13 @@ def test_the_self_check_says_what_the_graded_feedback_says():
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_a_mistake_outside_the_catalogue_gets_what_differs(assignment, capsys):
     for task in tasks_of(assignment):
+        if not selfcheck.fresh_cases(task):
+            continue  # all its cases are the hidden ones: the self-check says so (above)
         out = _said(capsys, task, _off_by_one_entry(_solution(task)))
+        if task.func_name == "score_memory" and "is right on" in out:
+            continue  # its fresh counts are millions: 7 more is inside the tolerance (rtol 1e-4)
         assert "common mistake [" not in out, out
-        assert re.search(r"\d+ of \d+ values differ; first at index \(", out), out
+        assert re.search(r"\d+ of \d+ values differ; first at index \(|: too (large|small)", out), out
         assert "no common mistake of the catalogue matches this" in out
 
 
@@ -122,12 +147,52 @@ def test_it_never_raises_and_writes_nothing_to_stderr(capsys):
     assert out.startswith("self-check: could not check no_such_task (KeyError") and not err
 
 
+def _fixed_cases(task):
+    """The cases the generator makes whatever the seed: the hidden tests' first ones."""
+    other = {selfcheck._fingerprint(args) for args in task.cases(np.random.default_rng(12345))}
+    return [args for args in task.hidden_cases() if selfcheck._fingerprint(args) in other]
+
+
+def _scalars(x):
+    if isinstance(x, tuple | list):
+        return [v for e in x for v in _scalars(e)]
+    a = np.asarray(x)
+    return [a.item()] if a.ndim == 0 and a.dtype.kind in "iuf" else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_wrong_answers_self_check_shows_no_hidden_input_and_no_fixed_cases_value(assignment):
+    """Issue 41: for every task, what the self-check prints for a wrong answer (each catalogued mistake, and one
+    outside the catalogue) holds no hidden case's inputs (a case of whole numbers, written as the feedback writes
+    it) and no reference value of a fixed case (hbm_bytes' 2805760, score_memory's 2413800)."""
+    for task in tasks_of(assignment):
+        hidden = [f"({core._shape_of(args)})" for args in task.hidden_cases() if _scalars(args) and
+                  len(_scalars(args)) == len(args)]
+        values = {repr(v) for args in _fixed_cases(task)
+                  for v in _scalars(core.to_numpy(task.reference(*args))) if len(repr(v)) >= 4}
+        values |= {repr(int(float(v))) for v in values if float(v) == int(float(v))}
+        wrong = [load_mistake(task, m) for m in task.mistakes] + [_off_by_one_entry(_solution(task))]
+        for fn in wrong:
+            _, text = selfcheck.report(task, fn)
+            assert not [h for h in hidden if h in text], (task.key, text)
+            assert not [v for v in values if v in text], (task.key, text)
+
+
+def test_a_count_is_told_how_it_differs_not_its_value():
+    task = core.get_task("ps12_efficient", "hbm_bytes")
+    _, text = selfcheck.report(task, lambda n, d, sram_bytes, elem_bytes: (2 * (4 * n * d + 4 * n * n) * elem_bytes, 1))
+    assert "too large, 2 times the expected value" in text
+    _, text = selfcheck.report(task, lambda n, d, sram_bytes, elem_bytes: ((2 * n * d + 2 * n * n + 1) * elem_bytes, 1))
+    assert ": too small" in text and "expected" not in text.replace("the expected value", "")
+
+
 def test_its_inputs_are_fresh_never_the_hidden_ones():
     task = core.get_task("ps05_matrix_form", "project")
     seen = []
     selfcheck.report(task, lambda *args: seen.append(args[0]) or (None, None, None))
     hidden = [np.asarray(c[0]) for c in task.hidden_cases()]
-    assert len(seen) == len(hidden)
+    assert len(seen) >= selfcheck.FRESH_AT_LEAST
     assert not any(s.shape == h.shape and np.array_equal(s, h) for s in seen for h in hidden)
     again = selfcheck.fresh_cases(task)
     assert not np.array_equal(again[0][0], seen[0])  # a new draw on every run
@@ -299,3 +364,14 @@ def test_how_to_get_it_names_the_books_repository():
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     assert selfcheck.HOW_TO_GET_IT == (f'pip install "self-attention-step-by-step[student] @ '
                                        f'git+{repo["url"].rstrip("/")}@{repo.get("branch", "main")}"')
+
+
+def test_inputs_are_described_plainly_and_in_full():
+    """Issue 41: a stream was "(<40960 in blocks of )" (its repr cut at 20 characters), a NumPy 2 scalar
+    "np.float64(-0.76...)"."""
+    from attn_grader.checking.harness import Blocks
+
+    text = core._shape_of((np.float64(-0.76), np.int64(3), np.zeros((2, 3)), Blocks((np.zeros(40960),), 256)))
+    assert text == "-0.76, 3, (2, 3), a stream of (40960,) in blocks of 256 rows"
+    pair = Blocks((np.zeros((70, 4)), np.zeros((70, 2))), 8)
+    assert core._shape_of((np.ones((3, 4)), pair)) == "(3, 4), a stream of (70, 4) and (70, 2) in blocks of 8 rows"

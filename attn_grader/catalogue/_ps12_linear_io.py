@@ -9,25 +9,45 @@ from __future__ import annotations
 import numpy as np
 
 from attn_ref.io_model import flash_attention_io, standard_attention_io
-from attn_ref.linear import causal_linear_attention_rnn
+from attn_ref.linear import causal_linear_attention_rnn, linear_attention
 
 from ..checking.core import Mistake
 from ..checking.harness import Blocks
 from ._shared import edited
 
 
-def _whole(blocks) -> tuple:
-    """The arrays the stream ``blocks`` holds (for the references and the tests; it is not read, so it stays
-    unread and its memory check does not apply)."""
-    _, (arrays, _size) = blocks.__reduce__()
-    return tuple(np.array(a) for a in arrays)
+def _whole(blocks: Blocks) -> tuple:
+    """The arrays of the stream's source ``blocks`` (the references and the tests get the source; an answer gets
+    a one-pass stream of it, :func:`attn_grader.checking.harness.call`)."""
+    return tuple(np.array(a) for a in blocks.arrays)
 
 
 # --- task 4: causal linear attention read as an RNN, one position at a time ---------------------
 
 def _ref_linear(blocks):
     Q, K, V = _whole(blocks)
+    if len(Q) > 64:  # the parallel form (prefix sums), equal to the RNN's outputs, fast on the long stream
+        return linear_attention(Q, K, V, causal=True)
     return causal_linear_attention_rnn(Q, K, V).output  # phi = elu + 1, the set-up cell's phi
+
+
+#: The task's domain: every normaliser phi(q^i)^T zeta_i is at least 1 (the first coordinate of every query and
+#: key is >= 0, so phi is >= 1 there).  An eps added to the denominator, as implementations write it (1e-6 in
+#: Katharopoulos et al.'s fast-transformers), then changes an output by a relative 1e-6 at most, far inside the
+#: grader's tolerance (1e-4): such an answer is right on every draw (tests/test_streaming_tasks.py).  Outside it
+#: (all entries very negative, phi(q)^T zeta_i ~ e^-60) the eps decides the output, and the grade would depend on
+#: the draw: the task is about the recurrence, not about that eps.
+def _in_domain(Q: np.ndarray, K: np.ndarray) -> tuple:
+    Q, K = Q.copy(), K.copy()
+    Q[:, 0], K[:, 0] = np.abs(Q[:, 0]), np.abs(K[:, 0])
+    return Q, K
+
+
+#: The long stream: 8192 positions of d_k = 128, d_v = 1 (16.8 MB).  A right answer keeps its state and one output
+#: per position (its list of outputs: about 0.06 of the bytes read); an answer that keeps the keys (even in float32)
+#: and the outputs holds about 0.3 of them, and an O(n^2) one also the (n, n) weights (512 MiB): the stream stops
+#: both before the end (``keep=0.2``).
+LONG_LINEAR = (8192, 128, 1)
 
 
 def _cases_linear(rng):
@@ -35,9 +55,11 @@ def _cases_linear(rng):
              for n, d_k, d_v in [(1, 2, 3), (5, 4, 3), (8, 3, 1), (12, 6, 4), (3, 1, 2)]]
     Q = rng.standard_normal((6, 4)) * 30  # large and very negative entries: phi is x + 1 or exp(x), never inf
     cases.append((Q, rng.standard_normal((6, 4)) * 30, rng.standard_normal((6, 2))))
-    # No long stream here: the outputs b^i are kept and grow with the positions read, so the stream's memory
-    # check (which stops copies of the blocks in tasks 1 and 3) would not separate copies from a right answer.
-    return [(Blocks((Q, K, V), 1),) for Q, K, V in cases]
+    streams = [Blocks((*_in_domain(Q, K), V), 1) for Q, K, V in cases]
+    n, d_k, d_v = LONG_LINEAR
+    Q, K = _in_domain(rng.standard_normal((n, d_k)), rng.standard_normal((n, d_k)))
+    streams.append(Blocks((Q, K, rng.standard_normal((n, d_v))), 1, keep=0.2))
+    return [(b,) for b in streams]
 
 
 _LINEAR = '''def causal_linear_attention(blocks):

@@ -6,8 +6,9 @@ update step of the online algorithm for one query, blocked attention over blocks
 2022, FlashAttention) that never forms the (n_q, n_k) matrix, causal linear attention read as an RNN
 (Katharopoulos et al. 2020), and the HBM traffic of standard attention and FlashAttention counted
 from their algorithms (the thinking task).  The streamed inputs come as a one-pass stream of blocks
-(:class:`attn_grader.checking.harness.Blocks`): a second pass raises, a block kept past the next read
-becomes NaN, and an answer that keeps a copy of every block is stopped by the stream's memory check,
+(:class:`attn_grader.checking.harness.Stream`, fed through a pipe in the re-check): a second pass raises, no copy
+of it is a stream, a block kept past the next read becomes NaN, and an answer that keeps a copy of every block
+(a list, an mmap, a temporary file) is stopped by the stream's memory check on the long cases,
 so an answer that reads all of K at once, reads a block twice or copies the blocks fails.
 References: :func:`attn_ref.efficient.blocked_attention`,
 :func:`attn_ref.attention.scaled_dot_product_attention` (equal), :func:`attn_ref.linear.causal_linear_attention_rnn`,
@@ -57,9 +58,10 @@ def phi(x):
 #: (``max_not_subtracted`` for online_softmax, ``not_stabilised`` for the others) and ``shifted_by_min``
 #: (tests/test_stability_cases.py).  None takes a mask.
 NORMALISING = ("online_softmax", "online_step", "blocked_attention")
-#: A long stream's length in float64 numbers (320 KiB): 2.5 times the stream's memory check's threshold
-#: (harness.KEPT_CHECK_FROM), so an answer that copies every block is stopped before its end.
-LONG_ROW = 40960
+#: A long stream's length in float64 numbers (16 MiB): more than twice what the stream hands out before its
+#: memory check can stop an answer (harness.WARM_UP + harness.KEPT_CHECK_FROM), so an answer that keeps a copy of
+#: every block (in a list, an mmap, a temporary file) is stopped long before its end.
+LONG_ROW = 1 << 21
 
 
 # --- task 1: the online softmax of one row, read as a stream of blocks ------------------------
@@ -83,7 +85,7 @@ def _cases_online_softmax(rng):
         (_stability.scores(rng, 7, wide=False), 3),  # near +1000, a few units apart
         (_stability.scores(rng, 8, wide=True), 3),  # near +1000 and -1000
         (_stability.scores(rng, 7, wide=False, low=True), 3),  # all near -1000: every exp underflows to 0
-        (rng.standard_normal(LONG_ROW), 256),  # 320 KiB of scores: an answer that copies the blocks is stopped
+        (rng.standard_normal(LONG_ROW), 4096),  # 16 MiB of scores: an answer that copies the blocks is stopped
     ]
     return [(Blocks((x,), block),) for x, block in rows]
 
@@ -261,9 +263,9 @@ def _cases_blocked(rng):
         cases.append((Q, K, _stability.small(rng, (n_k, 3)), 4))
     Q, K = _stability.query_keys(rng, 4, 7, 4, wide=False, rows_signed=True)  # rows all near -1000 or +1000
     cases.append((Q, K, _stability.small(rng, (7, 3)), 3))
-    # 320 KiB of keys and values (2560 x (8 + 8) floats): an answer that copies the blocks is stopped
+    # 16 MiB of keys and values (131072 x (8 + 8) floats): an answer that copies the blocks is stopped
     cases.append((rng.standard_normal((3, 8)), rng.standard_normal((LONG_ROW // 16, 8)),
-                  rng.standard_normal((LONG_ROW // 16, 8)), 32))
+                  rng.standard_normal((LONG_ROW // 16, 8)), 1024))
     return [(Q, Blocks((K, V), block)) for Q, K, V, block in cases]
 
 

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .counting import describe_count, is_counting
+from .harness import call as call_with_streams
+
 
 class GradingError(AssertionError):
     """A wrong answer; the message names the catalogued mistake or says what differs."""
@@ -161,8 +164,10 @@ def load_mistake(task: Task, mistake: Mistake) -> Callable:
     return namespace[task.func_name]
 
 
-def _call(fn: Callable, args: tuple):
-    return fn(*copy.deepcopy(args))
+def _call(fn: Callable, args: tuple, reference: bool = False):
+    """``fn`` on a copy of ``args``: a reference gets a stream's source (:class:`.harness.Blocks`), an answer or a
+    mistake a one-pass stream of it (:func:`.harness.call`)."""
+    return fn(*copy.deepcopy(args)) if reference else call_with_streams(fn, copy.deepcopy(args))
 
 
 @dataclass(frozen=True)
@@ -237,7 +242,8 @@ def _wrong(task: Task, got, args: tuple) -> bool:
     """The student's output ``got`` on ``args`` differs from the reference's."""
     try:
         with np.errstate(all="ignore"):
-            return describe_difference(got, to_numpy(_call(task.reference, args)), task.rtol, task.atol) is not None
+            expected = to_numpy(_call(task.reference, args, True))
+            return describe_difference(got, expected, task.rtol, task.atol) is not None
     except Exception:  # noqa: BLE001 - an output that cannot be compared is not right
         return True
 
@@ -270,9 +276,19 @@ def tasks_of(assignment: str) -> list[Task]:
 def _shape_of(args: tuple) -> str:
     parts = []
     for a in args:
+        if hasattr(a, "describe"):  # a stream's source: its shapes, not its repr cut short
+            parts.append(a.describe())
+            continue
         arr = np.asarray(a) if not callable(a) else None
-        parts.append(str(arr.shape) if arr is not None and arr.ndim else repr(a)[:20])
+        parts.append(str(arr.shape) if arr is not None and arr.ndim else _plain(a))
     return ", ".join(parts)
+
+
+def _plain(a) -> str:
+    """A scalar as a person writes it (``-0.76``, not NumPy 2's ``np.float64(-0.76)``), or its type's name."""
+    if isinstance(a, np.generic):
+        a = a.item()
+    return repr(a) if isinstance(a, int | float | bool | str | type(None)) else type(a).__name__
 
 
 #: What an answer that still raises NotImplementedError is, in the feedback, the class report and the self-check.
@@ -294,19 +310,21 @@ def mistake_sentence(func_name: str, mistake: Mistake) -> str:
     return f"{func_name}: this looks like the common mistake [{mistake.name}]: {mistake.message}."
 
 
-def examine(task: Task, student_fn: Callable, cases: Sequence[tuple]) -> Finding | None:
+def examine(task: Task, student_fn: Callable, cases: Sequence[tuple], reveal: bool = True) -> Finding | None:
     """Compare ``student_fn`` with the reference on ``cases``; ``None`` when it matches on every one.
 
     The function runs on every case first; a mistake is named only when it reproduces every case where
     both ran (:func:`diagnose`), and the message then says on which cases the function raised; otherwise
-    it says what differs on the first case that differs.
+    it says what differs on the first case that differs.  ``reveal=False`` (the self-check): a count's
+    expected value is never shown, only how the answer differs (:func:`describe_count`).
     """
     func_name = task.func_name
     if not callable(student_fn):
         return Finding(f"{func_name}: expected a function, got {type(student_fn).__name__}")
     outcomes, first = [], None
     for args in cases:
-        expected = to_numpy(_call(task.reference, args))
+        raw = _call(task.reference, args, True)
+        expected = to_numpy(raw)
         try:
             got = _call(student_fn, args)
         except NotImplementedError:
@@ -318,6 +336,8 @@ def examine(task: Task, student_fn: Callable, cases: Sequence[tuple]) -> Finding
             continue
         outcomes.append(got)
         problem = describe_difference(got, expected, task.rtol, task.atol)
+        if problem is not None and not reveal and is_counting(raw):
+            problem = describe_count(got, expected) or problem
         if problem is not None and first is None:
             first = f"{func_name} on inputs of shapes ({_shape_of(args)}): {problem}"
     if first is None:

@@ -21,11 +21,16 @@ an answer written by hand.
 Outputs go to ``WORK/out`` as ``.npy`` files (no pickles) plus ``index.json``; the grader reads them
 as untrusted data.
 
-:class:`Blocks` is here, in the one file the sandbox holds, because the streaming tasks (ps12) take it
-as an argument: the catalogue's cases hold it, the in-process check and the self-check call answers
-with it, and the job's unpickler (:class:`JobUnpickler`) rebuilds it here from this file's class.
+:class:`Stream` is here, in the one file the sandbox holds, because the streaming tasks (ps12) take it as an
+argument: a case holds a stream's source (:class:`Blocks`), and an answer is called (:func:`call`) with a one-pass
+:class:`Stream` of it, which no copy, pickle or view turns into a second one.  In the re-check the job holds a
+:class:`Piped` instead, and the blocks come through a pipe from the grader (:mod:`attn_grader.checking.feed`):
+the data is nowhere in this process before the answer reads it.  A stream measures what the answer holds
+(:func:`memory`: resident memory, open files, the sandbox's tmpfs) and stops one whose memory grows with the
+blocks it has read.
 """
 
+import contextlib
 import copy
 import json
 import os
@@ -45,105 +50,188 @@ blocked_calls = []
 
 
 class StreamError(RuntimeError):
-    """A second pass over a :class:`Blocks` stream."""
+    """A stream read a second time, copied, or not read to its end."""
 
 
 class StreamKept(StreamError):
     """An answer kept (copies of) the blocks it read: the memory it holds grew with the stream."""
 
 
-#: A stream checks what the answer keeps once it has handed out this many bytes (a small stream's
-#: blocks are smaller than the Python objects any answer allocates, so it is not checked).
-KEPT_CHECK_FROM = 128 * 1024
+#: A stream takes its base (:func:`memory`) after WARM_UP bytes (past an answer's set-up), then every CHECK_EVERY
+#: bytes, from KEPT_CHECK_FROM past the base, stops an answer holding more than ``keep`` times what it read since.
+WARM_UP, KEPT_CHECK_FROM, CHECK_EVERY = 2 << 20, 4 << 20, 256 << 10
+#: Private tmpfs folders (the sandbox's /tmp, /dev/shm, box) whose used bytes count; empty outside the sandbox.
+MEASURED: list = []
+
+
+def _malloc_free():
+    """Bytes glibc's malloc holds free (``mallinfo2().fordblks``, the 9th of its 10 fields), or None elsewhere."""
+    import ctypes
+
+    fn = getattr(ctypes.CDLL(None), "mallinfo2", None)
+    if fn is not None:
+        fields = [(f"f{i}", ctypes.c_size_t) for i in range(10)]
+        fn.restype = type("Mallinfo2", (ctypes.Structure,), {"_fields_": fields})
+        return int(fn().f8)
+    return None
+
+
+def memory() -> tuple:
+    """What this process holds, as (resident memory (NumPy, Python objects, PyTorch, an anonymous mmap once
+    written) + the files it has open (an unlinked ``tempfile.TemporaryFile`` too) + the used bytes of the
+    :data:`MEASURED` folders, the bytes malloc holds free); :func:`held` compares two of them."""
+    total = 0
+    try:
+        with open("/proc/self/statm") as f:
+            total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        files = {}
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                if (st := os.stat(int(fd))).st_mode & 0o170000 == 0o100000:  # a regular file
+                    files[st.st_dev, st.st_ino] = st.st_blocks * 512
+        total += sum(files.values())
+    except OSError:  # no /proc (macOS): the peak resident memory
+        import resource
+
+        total += resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    for folder in MEASURED:
+        with contextlib.suppress(OSError):
+            total += (st := os.statvfs(folder)).f_frsize * (st.f_blocks - st.f_bfree)
+    return total, _malloc_free()
+
+
+def held(base: tuple) -> int:
+    """Bytes held now beyond ``base`` (a :func:`memory`): the growth of the resident memory, files and folders,
+    plus the memory malloc handed out again from what it held free (resident already, so not in the growth)."""
+    now = memory()
+    reused = max(0, base[1] - now[1]) if None not in (base[1], now[1]) else 0
+    return now[0] - base[0] + reused
 
 
 class Blocks:
-    """A one-pass stream of the blocks of ``size`` rows of ``arrays`` (row-aligned): a streaming task's input.
+    """A stream's source (a case holds it, the references read ``arrays``); an answer gets a :class:`Stream` of it
+    (:func:`call`), the re-check a :class:`Piped`.  ``keep``: the share of the bytes read an answer may hold."""
 
-    ``for b in blocks`` yields each block once, in order: one read-only array, or a tuple of them when
-    there are several arrays (``for K_B, V_B in blocks``); the last block may be shorter.  Reading the
-    next block overwrites the previous one with NaN (its memory is reused, as a stream's buffer is), so
-    an answer that keeps the blocks to use them later (the whole of K at once, a second pass over kept
-    blocks) computes with NaN; iterating a second time raises :class:`StreamError`.  Each deep copy is a
-    fresh, unread stream (every call of an answer gets its own).
-
-    Copies are caught by their memory: once the stream has handed out ``KEPT_CHECK_FROM`` bytes, before
-    each further block it measures (``tracemalloc``) how much more memory is held than when the loop
-    began, and if that is more than half the bytes handed out -- an answer that kept a copy of every
-    block (``b.copy()``, ``b.tolist()``, ``b + 0``) -- it raises :class:`StreamKept` instead of handing
-    out the rest, so the answer never sees the whole stream even if it swallows the exception.  A one-pass
-    answer holds one block and its running values (under a third of that bound in the ps12 cases with
-    long streams; tests/test_streaming_tasks.py).  Memory that ``tracemalloc`` does not see (copies into
-    PyTorch tensors) escapes this check.
-    """
-
-    def __init__(self, arrays: tuple, size: int):
-        self.__data = tuple(np.array(a, dtype=float if np.asarray(a).dtype.kind not in "f" else None)
+    def __init__(self, arrays: tuple, size: int, keep: float = 0.5):
+        self.arrays = tuple(np.array(a, dtype=float if np.asarray(a).dtype.kind not in "f" else None)
                             for a in arrays)
-        self.__size = int(size)
-        self.__started = False
+        self.size, self.keep = int(size), float(keep)
+
+    def describe(self) -> str:
+        return describe(len(self.arrays[0]), self.size, [a.shape[1:] for a in self.arrays])
+    __repr__ = describe
+
+    def astype(self, dtype) -> "Blocks":
+        """The same source in ``dtype`` (the tests' float32 runs)."""
+        return Blocks(tuple(a.astype(dtype) for a in self.arrays), self.size, self.keep)
+
+    def chunks(self):
+        for j0 in range(0, len(self.arrays[0]), self.size):
+            yield tuple(np.array(a[j0:j0 + self.size]) for a in self.arrays)
+
+
+def describe(rows: int, size: int, shapes) -> str:
+    what = " and ".join(f"({rows}, {', '.join(map(str, s))})" if s else f"({rows},)" for s in shapes)
+    return f"a stream of {what} in blocks of {size} rows"
+
+
+class Piped:
+    """A stream in the re-check's job: its blocks come through the pipe ``fd`` from the grader (:mod:`.feed`),
+    nowhere in this process before the answer reads them."""
+
+    def __init__(self, fd: int, rows: int, size: int, shapes: list, dtypes: list, keep: float):
+        self.fd, self.rows, self.size, self.shapes, self.dtypes, self.keep = fd, rows, size, shapes, dtypes, keep
+
+    def describe(self) -> str:
+        return describe(self.rows, self.size, self.shapes)
+
+    def chunks(self):
+        import io
+
+        pipe = io.FileIO(self.fd, "rb", closefd=True)
+        try:
+            for j0 in range(0, self.rows, self.size):
+                block = tuple(np.empty((min(self.size, self.rows - j0), *s), dtype=d)
+                              for s, d in zip(self.shapes, self.dtypes, strict=True))
+                for a in block:
+                    view, got = memoryview(a).cast("B"), 0
+                    while got < a.nbytes:
+                        if not (n := pipe.readinto(view[got:])):
+                            raise StreamError("the stream ended early: its data was read outside the loop over it")
+                        got += n
+                yield block
+        finally:
+            pipe.close()
+
+
+class Stream:
+    """What an answer gets: each block once, in order (read-only arrays; the next read fills the last with NaN); a
+    second ``for``, a copy, a pickle raise :class:`StreamError`; keeping copies of the blocks raises StreamKept."""
+
+    __slots__ = ("_blocks", "_what", "finished", "_started")
+
+    def __init__(self, source):
+        self._what, self.finished, self._started = source.describe(), False, False
+        self._blocks = _hand_out(self, source.chunks(), source.keep)
 
     def __iter__(self):
-        if self.__started:
+        if self._started:
             raise StreamError("the blocks were iterated a second time: a stream is read in one pass, one "
                               "for loop over the blocks, keeping only the running values")
-        self.__started = True
-        return self.__blocks()
+        self._started = True
+        return self._blocks
 
-    def __blocks(self):
-        import tracemalloc
-
-        kept = ()
-        started = not tracemalloc.is_tracing()
-        if started:
-            tracemalloc.start()
-        base, handed = tracemalloc.get_traced_memory()[0], 0
-        try:
-            for j0 in range(0, len(self.__data[0]), self.__size):
-                for b in kept:
-                    b.fill(np.nan)  # the next block reuses the buffer: a kept block is gone
-                if handed >= KEPT_CHECK_FROM:
-                    held = tracemalloc.get_traced_memory()[0] - base
-                    if held > handed / 2:
-                        raise StreamKept(
-                            f"the answer kept the blocks it read: after {handed} bytes of the stream it held "
-                            f"{held} bytes more than when its loop began; a stream is read in one pass, "
-                            "keeping only the running values, not a copy of each block")
-                handed += sum(a[j0:j0 + self.__size].nbytes for a in self.__data)
-                kept = tuple(np.array(a[j0:j0 + self.__size]) for a in self.__data)
-                views = []
-                for b in kept:
-                    v = b.view()
-                    v.flags.writeable = False
-                    views.append(v)
-                yield views[0] if len(views) == 1 else tuple(views)
-        finally:
-            for b in kept:
-                b.fill(np.nan)
-            if started:
-                tracemalloc.stop()
-
-    def __deepcopy__(self, memo):
-        return Blocks(tuple(a.copy() for a in self.__data), self.__size)
-
-    def __reduce__(self):
-        return Blocks, (self.__data, self.__size)
+    def _refuse(self, *args):
+        raise StreamError("a stream cannot be copied, pickled or converted: it is read once, in one for loop")
+    __copy__ = __deepcopy__ = __reduce__ = __reduce_ex__ = __getstate__ = astype = __array__ = _refuse
 
     def __repr__(self):
-        return f"<{len(self.__data[0])} in blocks of {self.__size}>"
+        return f"<{self._what}>"
 
-    def astype(self, dtype):
-        """A fresh, unread stream of the same blocks in ``dtype`` (the tests' float32 runs)."""
-        return Blocks(tuple(a.astype(dtype) for a in self.__data), self.__size)
+
+def _hand_out(stream: Stream, chunks, keep: float):
+    kept, handed, base, since, next_check = (), 0, None, 0, WARM_UP
+    try:
+        for block in chunks:
+            for b in kept:
+                b.fill(np.nan)  # the next block reuses the buffer: a kept block is gone
+            if handed >= next_check:
+                next_check = handed + CHECK_EVERY
+                if base is None:
+                    base, since = memory(), handed
+                elif handed - since >= KEPT_CHECK_FROM and (grew := held(base)) > keep * (handed - since):
+                    raise StreamKept(f"the answer kept the blocks it read: it held {grew} bytes more after reading "
+                                     f"{handed - since} bytes of the stream; a stream is read in one pass, keeping "
+                                     "only the running values, not a copy of each block")
+            handed += sum(a.nbytes for a in block)
+            kept, views = block, tuple(b.view() for b in block)
+            for v in views:
+                v.flags.writeable = False
+            yield views[0] if len(views) == 1 else views
+        stream.finished = True
+    finally:
+        for b in kept:
+            b.fill(np.nan)
+
+
+def call(fn, args: tuple):
+    """``fn(*args)`` with each stream source in ``args`` handed out as a :class:`Stream`; an answer that returns
+    before reading a stream to its end raises :class:`StreamError` (each streaming task needs every block)."""
+    given = tuple(Stream(a) if isinstance(a, Blocks | Piped) else a for a in args)
+    value = fn(*given)
+    if any(isinstance(s, Stream) and not s.finished for s in given):
+        raise StreamError("the function returned before reading the stream to its end (every block is needed, "
+                          "read once, in one for loop)")
+    return value
 
 
 class JobUnpickler(pickle.Unpickler):
-    """Reads the job: NumPy's and the standard library's classes, and :class:`Blocks` from this file (the
-    grader pickles it as ``attn_grader.checking.harness.Blocks``; that package is not in the sandbox)."""
+    """Reads the job: NumPy's and the standard library's classes, and :class:`Blocks` and :class:`Piped` from
+    this file (the grader pickles them as ``attn_grader.checking.harness``; that package is not in the sandbox)."""
 
     def find_class(self, module, name):
-        if module in ("attn_grader.checking.harness", "__main__") and name == "Blocks":
-            return Blocks
+        if module in ("attn_grader.checking.harness", "__main__") and name in ("Blocks", "Piped"):
+            return {"Blocks": Blocks, "Piped": Piped}[name]
         return super().find_class(module, name)
 
 
@@ -224,18 +312,28 @@ def source_of(text):
     return text
 
 
+REFERENCE = "attn_ref"  # an answer cell's outcome in the index: it imported the reference
+REFERENCE_CALLED = "the reference `attn_ref` may not be called: an answer computes its result itself"
+
+
+def calls_reference(exc: BaseException) -> bool:
+    """``exc`` is the import of the reference or the grader (absent from the sandbox)."""
+    return isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in ("attn_ref", "attn_grader")
+
+
 def run_task(ti, task, namespace, job, out_dir, index):
     """Call the task's function on every case; outputs to ``out_dir``, verdicts to ``index``."""
     name = task["func_name"]
     fn = namespace.get(name)
     if not callable(fn):
-        index["tasks"][name] = {"error": f"{name} is not defined"}
+        refused = index["answers"].get(f"{name}_answer") == REFERENCE
+        index["tasks"][name] = {"error": REFERENCE_CALLED if refused else f"{name} is not defined"}
         return
     results = []
     for ci, args in enumerate(task["cases"]):
         try:
             signal.alarm(job["call_seconds"])
-            value = fn(*copy.deepcopy(args))
+            value = call(fn, copy.deepcopy(args))
             signal.alarm(0)
             results.append(save(to_plain(value), out_dir, f"t{ti}_c{ci}"))
         except Timeout:
@@ -243,7 +341,8 @@ def run_task(ti, task, namespace, job, out_dir, index):
             results.append({"error": f"took longer than {job['call_seconds']} s"})
         except BaseException as exc:  # noqa: BLE001
             signal.alarm(0)
-            results.append({"error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            results.append({"error": REFERENCE_CALLED if calls_reference(exc) else
+                            f"{type(exc).__name__}: {str(exc)[:200]}"})
     index["tasks"][name] = {"results": results}
 
 
@@ -251,6 +350,7 @@ def main(work):
     with open(os.path.join(work, "job.pkl"), "rb") as f:
         job = JobUnpickler(f).load()  # written by the grader for this sandbox
     os.remove(os.path.join(work, "job.pkl"))
+    MEASURED[:] = job.get("measured", [])
     out_dir = os.path.join(work, "out")
     os.makedirs(out_dir, exist_ok=True)
     index = {"answers": {}, "tasks": {}}
@@ -282,7 +382,7 @@ def main(work):
             index["answers"][gid] = "ok"
         except BaseException as exc:  # noqa: BLE001 - an answer may raise anything, even SystemExit
             signal.alarm(0)
-            index["answers"][gid] = type(exc).__name__
+            index["answers"][gid] = REFERENCE if calls_reference(exc) else type(exc).__name__
         write_index()
         for ti, task in [t for t in tasks if f"{t[1]['func_name']}_answer" == gid]:
             run_task(ti, task, namespace, job, out_dir, index)

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..files.safeio import Refused, read_regular
 from ..isolation import sandbox
+from . import feed
 from .core import NOT_ATTEMPTED, Raised, Task, describe_difference, diagnose, raised_note, to_numpy
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
@@ -106,20 +107,22 @@ def run(tasks: list[Task], cases: dict[str, list], setup: str, answers: dict[str
     mounted = use_sandbox and sandbox.mount_tmpfs(box, box_bytes)
     try:
         job = {"setup": setup, "answers": answers, "call_seconds": call_seconds,
-               "tasks": [{"func_name": t.func_name, "cases": cases[t.func_name]} for t in tasks]}
-        with open(os.path.join(box, "job.pkl"), "wb") as f:
-            pickle.dump(job, f)
-        spec = {"work": box, "memory": int(memory_bytes), "cpu": int(cpu_seconds), "fsize": 256 << 20,
-                "nproc": 64}
-        if use_sandbox:
-            spec["ro_files"] = {HARNESS_IN_BOX: HARNESS}
-            spec["ro"], spec["hide"] = list(imports[0]), list(imports[1])
-            harness = HARNESS_IN_BOX
-        else:
-            spec["disabled"] = True
-            harness = HARNESS
-        argv = sandbox.command(spec, [sys.executable, "-I", "-B", harness, box])
-        index = _run(argv, wall_seconds)
+               "tasks": [{"func_name": t.func_name, "cases": cases[t.func_name]} for t in tasks],
+               "measured": (["/tmp", "/dev/shm"] + ([box] if mounted else [])) if use_sandbox else []}
+        with feed.piped(job) as pass_fds:  # ps12's streams go through pipes from here (attn_grader.checking.feed)
+            with open(os.path.join(box, "job.pkl"), "wb") as f:
+                pickle.dump(job, f)
+            spec = {"work": box, "memory": int(memory_bytes), "cpu": int(cpu_seconds), "fsize": 256 << 20,
+                    "nproc": 64}
+            if use_sandbox:
+                spec["ro_files"] = {HARNESS_IN_BOX: HARNESS}
+                spec["ro"], spec["hide"] = list(imports[0]), list(imports[1])
+                harness = HARNESS_IN_BOX
+            else:
+                spec["disabled"] = True
+                harness = HARNESS
+            argv = sandbox.command(spec, [sys.executable, "-I", "-B", harness, box])
+            index = _run(argv, wall_seconds, pass_fds)
         index.update(_read_index(box))
         index["outputs"] = _read_outputs(box, index, budget=box_bytes)
         return index
@@ -129,11 +132,11 @@ def run(tasks: list[Task], cases: dict[str, list], setup: str, answers: dict[str
         shutil.rmtree(box, ignore_errors=True)
 
 
-def _run(argv: list[str], wall_seconds: float) -> dict:
+def _run(argv: list[str], wall_seconds: float, pass_fds=()) -> dict:
     start = time.monotonic()
     status = "finished"
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=tuple(pass_fds),
                                 stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return {"status": f"re-check could not start ({exc.strerror})"}

@@ -21,7 +21,8 @@ def final_scores(tasks: list[str], maxes: dict[str, float], nb_scores: dict[str,
     nbgrader's score stands).  A cell scores its points only when both pass; the re-check failing
     gives 0 (a passed notebook test beside a failed re-check is flagged: the notebook's test was
     fooled or the answer depends on the test's inputs); the notebook's test failing keeps
-    nbgrader's (partial) score.
+    nbgrader's (partial) score.  Either disagreement is said in the task's note, the feedback's line for the
+    task (issue 41: a verdict must not depend on which inputs were drawn; when it does, the student reads so).
     """
     out = Final()
     for gid in tasks:
@@ -35,10 +36,12 @@ def final_scores(tasks: list[str], maxes: dict[str, float], nb_scores: dict[str,
         if verdict.passed:
             out.scores[gid] = mx if ok_nb else nb
             if not ok_nb:
-                out.task_notes[gid] = "the notebook's test failed (see the feedback)"
+                out.task_notes[gid] = ("the notebook's test failed while the re-check passed: the two disagree "
+                                       "(see the feedback)")
             continue
         out.scores[gid] = 0.0
-        out.task_notes[gid] = f"re-check: {verdict.reason}"
+        out.task_notes[gid] = f"re-check: {verdict.reason}" + (" (the notebook's test passed: the two disagree)"
+                                                               if ok_nb else "")
         if ok_nb:
             out.flags.append(f"{gid}: notebook test passed but the re-check failed ({verdict.reason[:160]})")
     return out
