@@ -19,7 +19,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all help book translations notebooks check test lint pytest sandbox-packages browser-packages grade grade-demo publish release bench clean
+.PHONY: all help book translations notebooks check test lint pytest system-packages sandbox-packages browser-packages grade grade-demo publish release bench clean
 
 all: book
 
@@ -53,6 +53,9 @@ sandbox-packages:
 	@missing=""; command -v bwrap >/dev/null 2>&1 || missing=" bubblewrap"; \
 	$(call apt_install,make grade refuses to grade without the sandbox)
 
+# All of them (the sandbox's message and older notes name this target).
+system-packages: sandbox-packages browser-packages
+
 browser-packages:
 	@missing=""; command -v chromium >/dev/null 2>&1 || missing=" chromium"; \
 	{ command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing="$$missing postgresql"; \
@@ -72,6 +75,7 @@ help:
 	@echo "make bench       the speed ratios (bench/results.md); BUSY=2 beside two CPU-bound processes"
 	@echo "make sandbox-packages   bubblewrap, all make grade needs (apt, as root)"
 	@echo "make browser-packages   chromium and PostgreSQL for make test (apt, as root)"
+	@echo "make system-packages    both of the above"
 
 book: $(STAMP)
 	@if [ -n "$$CI" ]; then rm -rf _build/.jupyter_cache _build/.doctrees _build/.doctrees-zh; fi  # every page read and executed again, in both languages from the same run
