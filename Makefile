@@ -19,7 +19,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all help book translations notebooks check test lint pytest system-packages grade grade-demo release bench clean
+.PHONY: all help book translations notebooks check test lint pytest system-packages sandbox-packages browser-packages grade grade-demo publish release bench clean
 
 all: book
 
@@ -30,23 +30,36 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attn_ref)" >/dev/null
 	@touch $(STAMP)
 
-# System packages, installed with apt when absent and we may (root): bubblewrap, the sandbox every
-# student kernel and re-check runs in; Debian's chromium (and CJK fonts for the screenshots) for the
-# browser tests; PostgreSQL's server binaries for the test of a PostgreSQL gradebook.
-# Playwright's own browser download is never used.
-system-packages:
-	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="bubblewrap"; \
-	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
+# System packages, installed with apt when absent and we may (root); nothing runs apt when all are present.
+# sandbox-packages: bubblewrap, the sandbox every student kernel and re-check runs in (make grade needs
+# nothing else). browser-packages: Debian's chromium for the browser tests (Playwright's own browser download
+# is never used) and PostgreSQL's server binaries for the test of a PostgreSQL gradebook (make test).
+# Two runs started together (two assignments graded at once) take turns: flock on one lock file, and apt
+# waits for a lock another apt holds (DPkg::Lock::Timeout) instead of exiting 100.
+APT := apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3
+APT_LOCK := /var/lock/self-attention-apt.lock
+define apt_install
+if [ -n "$$missing" ]; then \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    echo "installing$$missing with apt (about a minute)"; \
+    flock -w 900 $(APT_LOCK) sh -c '$(APT) update -qq && DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq '"$$missing"' >/dev/null'; \
+  else \
+    echo "missing:$$missing and not root: $(1) (sudo apt-get install$$missing)"; \
+  fi; \
+fi
+endef
+
+sandbox-packages:
+	@missing=""; command -v bwrap >/dev/null 2>&1 || missing=" bubblewrap"; \
+	$(call apt_install,make grade refuses to grade without the sandbox)
+
+# All of them (the sandbox's message and older notes name this target).
+system-packages: sandbox-packages browser-packages
+
+browser-packages:
+	@missing=""; command -v chromium >/dev/null 2>&1 || missing=" chromium"; \
 	{ command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing$$missing with apt (about a minute)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else \
-	    echo "missing:$$missing and not root: the tests that need them will be skipped (sudo apt-get install$$missing)"; \
-	  fi; \
-	fi
+	$(call apt_install,the tests that need them will be skipped)
 
 help:
 	@echo "make book        set up .venv and build the HTML book into _build/html"
@@ -56,10 +69,13 @@ help:
 	@echo "make translations  new English texts into the Chinese catalogues (locales/zh_CN), untranslated"
 	@echo "make release     regenerate exercises/ from solutions/ (text cells in English and Chinese;"
 	@echo "                 LANG=en or LANG=zh_CN: in one language)"
+	@echo "make publish DEST=folder  the student edition (LANG=en|zh_CN|both: the exercises' text cells)"
 	@echo "make grade       grade submitted/ (PS=, JOBS=, SCHEDULER=, DB_URL=, EXPORT=, ARGS=)"
 	@echo "make grade-demo  grade a demo class of eight into _build/grade-demo"
 	@echo "make bench       the speed ratios (bench/results.md); BUSY=2 beside two CPU-bound processes"
-	@echo "make system-packages  bubblewrap, chromium, CJK fonts, PostgreSQL (apt, as root)"
+	@echo "make sandbox-packages   bubblewrap, all make grade needs (apt, as root)"
+	@echo "make browser-packages   chromium and PostgreSQL for make test (apt, as root)"
+	@echo "make system-packages    both of the above"
 
 # The font of the Chinese figures (Debian's fonts-noto-cjk), installed with apt when absent and we are
 # root; otherwise one line says how.  Matplotlib's stale font list is rebuilt by the figure code itself
@@ -101,7 +117,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) system-packages
+pytest: $(STAMP) sandbox-packages browser-packages
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The inner loop: no book build, no nbgrader, no browser (the slowest tests are listed at the end, and
@@ -117,16 +133,25 @@ check: $(STAMP)
 
 test: lint book pytest
 
-# make release LANG=en or LANG=zh_CN: the text cells in one language (default: both); the grading is the
-# same. Only a LANG given on the command line counts (the environment's LANG=en_US.UTF-8 is the locale).
+# make release LANG=en, LANG=zh_CN or LANG=both: the text cells in one language or both; the grading is the
+# same. The choice is recorded in nbgrader_config.py (c.OneLanguage.language), so a later make release and
+# nbgrader's own generate_assignment release in it too. Only a LANG given on the command line counts (the
+# environment's LANG=en_US.UTF-8 is the locale).
 release: $(STAMP)
 	-$(BIN)/python -m attn_grader.authoring.bilingual apply
-	$(BIN)/python -m attn_grader.authoring.release --lang $(if $(filter command line,$(origin LANG)),$(LANG),both)
+	$(BIN)/python -m attn_grader.authoring.release $(if $(filter command line,$(origin LANG)),--lang $(LANG))
 
-grade: $(STAMP) system-packages
+# make publish DEST=../student-edition [LANG=en|zh_CN|both]: the student edition (the book, its site, exercises/,
+# attn_ref and the self-check; no solution, hidden test or secret), to push as the students' repository
+# (repository.url in _config.yml).
+publish: book
+	@test -n "$(DEST)" || { echo "make publish DEST=folder (a new folder, or an edition written before)"; exit 2; }
+	$(BIN)/python -m attn_grader.authoring.publish '$(DEST)' --lang $(if $(filter command line,$(origin LANG)),$(LANG),both)
+
+grade: $(STAMP) sandbox-packages
 	$(BIN)/python -m attn_grader.run.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(if $(EXPORT),--export '$(EXPORT)') $(ARGS)
 
-grade-demo: $(STAMP) system-packages
+grade-demo: $(STAMP) sandbox-packages
 	$(BIN)/python -m attn_grader.authoring.demo --jobs $(JOBS)
 
 # BUSY=2: two CPU-bound processes run beside it, as on a busy machine (the book must still build).

@@ -2,15 +2,17 @@
 
 Used by the plain ``nbgrader`` commands (generate_assignment, autograde, generate_feedback, export: run
 ``nbgrader generate_assignment --force <assignment>`` once per assignment first, which records it in
-gradebook.db and rewrites exercises/ byte for byte; book/for_instructors.md).  ``make grade``
-(attn_grader.run.autograde) grades in scratch courses with the same settings plus its own
-contained executor (per-cell timeout, notebook budget, memory limit): see book/for_instructors.md.
+gradebook.db and rewrites exercises/ byte for byte, in the language recorded below; docs/grading.md).
+``make grade`` (attn_grader.run.autograde) grades in scratch courses with the same settings plus its own
+contained executor (per-cell timeout, notebook budget, memory limit): see docs/grading.md.
 """
 
 import os
 
+from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
 
+from attn_grader.authoring.bilingual import OneLanguage
 from attn_grader.isolation.nbgrader_cells import OverwriteCellsKeepingHidden
 
 c = get_config()  # noqa: F821 - provided by nbgrader/traitlets when this file is loaded
@@ -21,6 +23,11 @@ c.CourseDirectory.release_directory = "exercises"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # absolute: no warning on every command
 # `nbgrader export` writes its own CSV beside make grade's grades.csv (flags and reasons), not over it.
 c.CsvExportPlugin.to = "nbgrader_grades.csv"
+# The releases' text cells: "both" (English, then Chinese), "en" or "zh_CN". `make release LANG=...` writes
+# this line, and OneLanguage, nbgrader's last step of generate_assignment, applies it: `nbgrader
+# generate_assignment --force` releases in the same language as `make release` (the grading is the same).
+c.OneLanguage.language = "both"
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(), OneLanguage]
 # Restore test cells a student deleted, and lock cells to their source; a released test cell whose
 # visible part is untouched gets its hidden tests back without nbgrader's false "checksum has changed"
 # warning (nbgrader issue 1961), so that warning now means a cell was edited.

@@ -36,7 +36,7 @@ from .checking.core import Finding, Task, examine, get_task
 
 #: How to get the self-check where the package is missing (the notebook's fallback prints the same).
 HOW_TO_GET_IT = ('pip install "self-attention-step-by-step[student] @ '
-                 'git+https://github.com/self-attention-step-by-step/book@main"')
+                 'git+https://github.com/self-attention-step-by-step/student-edition@main"')
 
 
 def cell_lines(assignment: str, func_name: str) -> list[str]:

@@ -112,3 +112,48 @@ def test_a_release_in_one_language_grades_as_the_bilingual_one(tmp_path):
         assert scores[f"{who}-en/{A}"] == scores[f"{who}-both/{A}"] == scores[f"{who}-zh_CN/{A}"], scores
     assert scores[f"solution-both/{A}"][1] == scores[f"solution-both/{A}"][2] > 0
     assert scores[f"mutant-both/{A}"][1] < scores[f"mutant-both/{A}"][2]
+
+
+def _course(tmp_path):
+    """A course of one assignment (ps04) with this repository's nbgrader_config.py."""
+    root = tmp_path / "course"
+    shutil.copytree(ROOT / "solutions" / A, root / "solutions" / A)
+    shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    return root
+
+
+def test_make_release_records_the_language_in_the_course_config(tmp_path):
+    from attn_grader.authoring.bilingual import record_language, recorded_language
+
+    root = _course(tmp_path)
+    assert recorded_language(root) == "both"
+    record_language(root, "zh_CN")
+    assert recorded_language(root) == "zh_CN"
+    assert 'c.OneLanguage.language = "zh_CN"' in (root / "nbgrader_config.py").read_text()
+    with pytest.raises(ValueError, match="fr"):
+        record_language(root, "fr")
+
+
+@pytest.mark.slow
+def test_nbgrader_generate_assignment_after_make_release_lang_en_stays_english(tmp_path):
+    """Issue 39.10: make release LANG=en, then the documented `nbgrader generate_assignment --force`: the
+    release is still English only (it was bilingual again), the same notebook make release wrote."""
+    import subprocess
+
+    from attn_grader.authoring.release import main
+
+    root = _course(tmp_path)
+    assert main(["--course", str(root), "--lang", "en"]) == 0
+    path = root / "exercises" / A / f"{A}.ipynb"
+    ours = nbformat.read(path, as_version=4)
+    assert not any(MARKER in c.source for c in ours.cells)
+    path.unlink()
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "--force", A], cwd=root, check=True,
+                   capture_output=True)
+    stock = nbformat.read(path, as_version=4)
+    texts = [c.source for c in stock.cells if c.cell_type == "markdown"]
+    assert texts and not any(MARKER.strip() in t for t in texts), "nbgrader's own command released both languages"
+    assert [(c.cell_type, c.source) for c in stock.cells] == [(c.cell_type, c.source) for c in ours.cells]
+    # ... and a later make release without LANG keeps the recorded language
+    assert main(["--course", str(root)]) == 0
+    assert not any(MARKER in c.source for c in nbformat.read(path, as_version=4).cells)

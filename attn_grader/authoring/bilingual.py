@@ -4,7 +4,11 @@
     python -m attn_grader.authoring.bilingual apply     # solutions/*.ipynb text cells: English + the translation
 
 A release in one language (``make release LANG=zh_CN`` or ``LANG=en``) keeps one side of every text cell
-(:func:`one_language`); code cells, and so the grader, are the same in all three releases.
+(:func:`one_language`); code cells, and so the grader, are the same in all three releases.  The choice is
+the course's: ``c.OneLanguage.language`` in ``nbgrader_config.py`` (``make release LANG=...`` writes that
+line, :func:`record_language`), and :class:`OneLanguage`, last of ``GenerateAssignment``'s preprocessors
+there, applies it, so ``nbgrader generate_assignment --force`` releases in the same language as
+``make release``.
 
 The English part of every markdown cell of ``solutions/<ps>/<ps>.ipynb`` (but a written answer's cell,
 whose model answer and rubric the release replaces) is a message of
@@ -16,8 +20,12 @@ the bilingual releases as before; the grader reads only code cells and is unchan
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Enum
 
 from ..files.languages import MARKER, chinese, english  # noqa: F401 (MARKER, english: this module's API)
 
@@ -38,6 +46,41 @@ def one_language(nb, lang: str):
             if cell.cell_type == "markdown" and MARKER in cell.source:
                 cell.source = english(cell.source) if lang == "en" else chinese(cell.source) or english(cell.source)
     return nb
+
+
+class OneLanguage(NbGraderPreprocessor):
+    """nbgrader's GenerateAssignment, last step: the released text cells in the course's language
+    (:func:`one_language`).  Last, so the checksums and the gradebook's copies of the cells are the
+    bilingual source's, as the grader expects of any of the three releases."""
+
+    language = Enum(LANGUAGES, default_value="both",
+                    help="the release's text cells: both (English, then Chinese), en or zh_CN").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        return one_language(nb, self.language), resources
+
+
+#: The one line of nbgrader_config.py that says the course's release language.
+LANGUAGE_LINE = re.compile(r'^c\.OneLanguage\.language = "(\w+)"', re.M)
+
+
+def recorded_language(root: Path = ROOT) -> str:
+    """The release language ``root``/nbgrader_config.py records ("both" where it records none)."""
+    config = Path(root) / "nbgrader_config.py"
+    found = LANGUAGE_LINE.findall(config.read_text()) if config.is_file() else []
+    return found[-1] if found and found[-1] in LANGUAGES else "both"
+
+
+def record_language(root: Path, lang: str) -> None:
+    """Write ``lang`` into the course's nbgrader_config.py (its one ``c.OneLanguage.language`` line), so
+    that nbgrader's own ``generate_assignment`` releases in it too."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"language {lang!r}: one of {', '.join(LANGUAGES)}")
+    config = Path(root) / "nbgrader_config.py"
+    text = config.read_text()
+    if len(LANGUAGE_LINE.findall(text)) != 1:
+        raise SystemExit(f"{config}: no single line 'c.OneLanguage.language = \"...\"' to record the language in")
+    config.write_text(LANGUAGE_LINE.sub(f'c.OneLanguage.language = "{lang}"', text))
 
 
 def po_of(path: Path, root: Path = ROOT) -> Path:

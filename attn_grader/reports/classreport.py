@@ -13,7 +13,8 @@ they were.  Per assignment:
   answers that raised, and tasks whose notebook test failed while the re-check passed;
 * the flagged and the ungradable submissions with their reasons;
 * the pairs of submissions whose answer code is alike (:mod:`.similarity`), ranked by score, each
-  with its matching lines side by side (the students are never told);
+  with its matching lines side by side (the students are never told), and the answer cells that copy
+  known code (the reference, the catalogue's reference answers, the book, PyTorch), beside that code;
 * when the last run graded, how long it took and on how many workers.
 
 The page is self-contained and works offline: inline CSS, images as ``data:`` URIs, no script.
@@ -174,7 +175,7 @@ def _similar(assignment: str, entry: dict | None) -> str:
            f"{_e(entry.get('min_shared'))} characters of normalised code. A score is a reason to look, not "
            "proof; students are not told.</p>"]
     if not pairs:
-        out.append("<p>No pair of submissions is alike enough to list.</p></section>")
+        out.append("<p>No pair of submissions is alike enough to list.</p>" + _known(hid, entry) + "</section>")
         return "\n".join(out)
     out.append(f'<table class="similar"><caption>Alike pairs of {_e(assignment)}, highest score first</caption>'
                '<thead><tr><th scope="col">rank</th><th scope="col">student</th><th scope="col">student</th>'
@@ -194,7 +195,32 @@ def _similar(assignment: str, entry: dict | None) -> str:
                        f'</caption><thead><tr><th scope="col">{_e(p.a)}</th><th scope="col">{_e(p.b)}</th>'
                        f"</tr></thead><tbody><tr><td>{_code_column(c.code_a, c.lines_a)}</td>"
                        f"<td>{_code_column(c.code_b, c.lines_b)}</td></tr></tbody></table>")
-    out.append("</section>")
+    out.append(_known(hid, entry) + "</section>")
+    return "\n".join(out)
+
+
+def _known(hid: str, entry: dict) -> str:
+    """The answer cells that copy known code (:func:`.similarity.compare_known`): the reference, the catalogue's
+    reference answers, the book's code cells, PyTorch's attention; each beside the code it matches."""
+    known = entry.get("known", [])
+    out = [f'<h4 id="{hid}-known">Copies of known code</h4>',
+           "<p>Each answer cell compared in the same way with code public by design: the reference (attn_ref, the "
+           "book's code), the catalogue's reference answers, the book's code cells and PyTorch's attention in "
+           "Python. A cell is listed with the source it matches best.</p>"]
+    if not known:
+        return "\n".join(out + ["<p>No answer is alike enough to known code to list.</p>"])
+    out.append('<table class="similar"><caption>Answer cells alike to known code, highest score first</caption>'
+               '<thead><tr><th scope="col">student</th><th scope="col">cell</th><th scope="col">known code</th>'
+               '<th scope="col">score</th><th scope="col">matched normalised characters</th></tr></thead><tbody>')
+    for m in known[:SIMILAR_TABLE]:
+        out.append(f"<tr><td>{_e(m.student)}</td><td>{_e(m.cell)}</td><td>{_e(m.source)}</td>"
+                   f'<td class="n">{m.score:.2f}</td><td class="n">{int(m.shared)}</td></tr>')
+    out.append("</tbody></table>")
+    for m in known[:SIMILAR_SHOWN]:
+        out.append(f'<table class="side"><caption>{_e(m.student)}, {_e(m.cell)}, and {_e(m.source)}: matching '
+                   f'lines marked = and highlighted</caption><thead><tr><th scope="col">{_e(m.student)}</th>'
+                   f'<th scope="col">{_e(m.source)}</th></tr></thead><tbody><tr><td>{_code_column(m.code, m.lines)}'
+                   f"</td><td>{_code_column(m.known, m.known_lines)}</td></tr></tbody></table>")
     return "\n".join(out)
 
 

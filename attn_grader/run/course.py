@@ -90,6 +90,7 @@ def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: 
     c.Autograde.force = True
     c.GenerateAssignment.force = True
     c.GenerateAssignment.create_assignment = True
+    c.OneLanguage.language = "both"  # the bilingual release: a handed-in text cell of any release is one side of it
     c.GenerateFeedback.force = True
     c.GenerateFeedback.exporter_class = "attn_grader.run.feedback_page.FeedbackHTML"
     if opts is not None:
