@@ -97,7 +97,8 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                     cases_of[s.sid] = {t.func_name: recheck.cases_for(t, course.secret, item["answers"])
                                        for t in tasks}
                     rechecks[s.sid] = pool.submit(
-                        recheck.run, tasks, cases_of[s.sid], course.setups[a], item["answers"], work,
+                        recheck.run, tasks, cases_of[s.sid], course.setups[a],
+                        recheck.with_added(item["answers"], item.get("added") or {}), work,
                         wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory, cpu_seconds=opts.recheck_seconds,
                         call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox,
                         imports=kernel_mounts(course.root, with_packages=False) if opts.sandbox else ((), ()))
@@ -131,6 +132,23 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     if not staged_boxes:
         shutil.rmtree(boxes, ignore_errors=True)
     return results
+
+
+ADDED_RULE = ("cells you add run with your answers, in order, in both checks: a helper must be defined "
+              "in a cell above the test that uses it")
+
+
+def _say_added_cells(r: Result, final, index: dict) -> None:
+    """The one rule for a student's own cells, said in the line of a task that lost points where a cell the
+    student added raised, or where a name the answer uses was not defined."""
+    failed = recheck.added_failures(index)
+    for gid, note in final.task_notes.items():
+        if final.scores.get(gid, 0.0) >= r.max.get(gid, 0.0) - 1e-9:
+            continue
+        if failed:
+            r.task_notes[gid] = f"{note}; a cell you added failed: {', '.join(failed)[:160]} ({ADDED_RULE})"
+        elif "NameError" in note:
+            r.task_notes[gid] = f"{note} ({ADDED_RULE})"
 
 
 def _grade_one(s: Submitted, r: Result, db: str, a: str, cdir: str, nb_name: str, tasks, no_catalogue, rechecks,
@@ -175,6 +193,7 @@ def _grade_one(s: Submitted, r: Result, db: str, a: str, cdir: str, nb_name: str
         r.notes.append(no_catalogue)
     final = final_scores([g for g in r.tasks if g not in r.manual_tasks], r.max, nb_scores, verdicts)
     r.task_notes.update(final.task_notes)
+    _say_added_cells(r, final, index if tasks else {})
     r.flags += final.flags
     if r.status != "ungradable":
         # A cell graded by hand keeps nbgrader's automatic score only where nbgrader gave one (an answer left

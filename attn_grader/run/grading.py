@@ -267,8 +267,8 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
             r.status = "ungradable"
             report(r.finish())
             continue
-        items.append((s, {"notebook": clean.notebook, "answers": clean.answers, "flags": clean.flags,
-                          "notes": clean.notes}))
+        items.append((s, {"notebook": clean.notebook, "answers": clean.answers, "added": clean.added,
+                          "flags": clean.flags, "notes": clean.notes}))
     if reused and verbose:
         print(f"{reused} submissions graded by the interrupted run are kept (unchanged since); "
               f"{len(items)} to grade", flush=True)
