@@ -47,11 +47,13 @@ def _run(cmd, cwd, env=None, ok=True):
 
 
 def _as_student(term, student, *args):
-    """An nbgrader command run by ``student``: their own HOME, user name and working folder."""
+    """An nbgrader command run by ``student``: their own HOME, user name and working folder (and, since they
+    all share this machine's one account, nbgrader's ``--student`` where it would take the account's name)."""
     home = term["homes"] / student
     home.mkdir(parents=True, exist_ok=True)
     env = {"HOME": str(home), "USER": student, "LOGNAME": student, "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}
-    return _run([os.path.join(BIN, "nbgrader"), *args, "--course", COURSE_ID,
+    who = [f"--student={student}"] if args[0] in ("submit", "fetch_feedback") else []  # one OS user for all
+    return _run([os.path.join(BIN, "nbgrader"), *args, "--course", COURSE_ID, *who,
                  f"--Exchange.root={term['exchange']}"], home, env)
 
 
@@ -94,7 +96,9 @@ class Formgrader:
 
     def notebook_id(self, student):
         subs = self.api("GET", f"/formgrader/api/submitted_notebooks/{A}/{A}")
-        return next(s["id"] for s in subs if s["student"] == student)
+        ids = [s["id"] for s in subs if s["student"] == student]
+        assert ids, (student, subs)
+        return ids[0]
 
     def grades(self, student):
         nb = self.notebook_id(student)
@@ -176,6 +180,7 @@ def term(tmp_path_factory):
             _as_student(term, student, "fetch_feedback", A)
         term["fifth"] = grade(str(root), opts=OPTS, verbose=False, export=["canvas", "moodle"])
         term["csv5"] = _rows(root)
+        term["report"] = (root / "class_report.html").read_text(encoding="utf-8")
         yield term
     finally:
         fg.close()
@@ -221,6 +226,7 @@ def test_the_manual_grade_and_comment_survive_every_run_and_reach_the_exports(te
     assert float(canvas["ben"][-1]) == before + term["manual"]
     moodle = {r["username"]: r for r in csv.DictReader((root / "grades_moodle.csv").open())}
     assert float(moodle["ben"][A]) == before + term["manual"]
+    assert "Graded by hand in the formgrader: 1" in term["report"] and "Late: 1" in term["report"]
     assert "Mind the key and query order." in moodle["ben"][f"{A} feedback"]
 
 
