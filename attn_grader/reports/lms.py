@@ -68,11 +68,16 @@ def settings_from(path: str) -> dict:
     return {k: section[k] for k in SETTINGS if k in section}
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.0f} min" if seconds < 3600 else \
+        f"{seconds / 3600:.1f} h"
+
+
 def note(r: Result) -> str:
     """Lateness, the late penalty and the graders' comments of one result, in one line."""
     parts = []
     if r.seconds_late > 0:
-        parts.append(f"{r.assignment}: submitted {r.seconds_late / 3600:.1f} h late"
+        parts.append(f"{r.assignment}: submitted {_duration(r.seconds_late)} late"
                      + (f", late penalty {points(r.late_penalty)}" if r.late_penalty else ""))
     parts += [f"{r.assignment} {gid}: {text}" for gid, text in r.comments.items()]
     return "; ".join(parts)

@@ -253,6 +253,8 @@ def remove_gone(root: str, results_before: dict[str, Result], results_now: dict[
         if key not in results_now:
             for top in ("autograded", "feedback"):
                 _replace_folder(os.path.join(root, top, r.student, r.assignment))
+                with contextlib.suppress(OSError):  # the student's folder, when nothing else is left in it
+                    os.rmdir(os.path.join(root, top, r.student))
 
 
 def put_feedback(root: str, r: Result) -> None:

@@ -90,12 +90,12 @@ def _read_secret(s: Submitted, afd: int) -> None:
 
 def _read_timestamp(s: Submitted, afd: int) -> None:
     try:
-        raw = read_regular(TIMESTAMP, TIMESTAMP_CAP + 1, dir_fd=afd)
-    except (Refused, OSError):
-        raw = None
+        raw = read_regular(TIMESTAMP, TIMESTAMP_CAP, dir_fd=afd)
+    except (Refused, OSError):  # larger than a timestamp, or gone meanwhile
+        raw = b""
     if raw is None:
         return
-    t = parse_timestamp(raw) if len(raw) <= TIMESTAMP_CAP else None
+    t = parse_timestamp(raw)
     if t is None:
         s.timestamp_note = f"{TIMESTAMP} is not a timestamp nbgrader writes: no timestamp (not late)"
     else:
