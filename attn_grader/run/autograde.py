@@ -19,9 +19,12 @@ package it is in: ``run``, ``isolation``, ``checking``, ``reports``; see :mod:`a
    from the course's secret (:mod:`attn_grader.files.secret`), compared with the reference outside;
    :mod:`attn_grader.checking.scores` makes the final scores;
 5. **record** (:mod:`attn_grader.reports.record`, the one writer: the process that runs ``make grade``):
-   ``gradebook.db``, ``grades.csv``, ``grading_report.md``, ``feedback/``, ``grading_results.json``, each
-   written atomically.  Each result is also appended, as it arrives, to ``.grader/journal.jsonl``: a run
-   interrupted (Ctrl-C, a crash) and started again grades only what the journal does not hold.
+   ``gradebook.db`` (in place, one transaction per submission, as nbgrader's autograde writes it: the graders'
+   scores and comments are read, never written), ``grades.csv``, ``grading_report.md``, ``autograded/``,
+   ``feedback/``, ``grading_results.json``, each file written atomically.  Only submissions new or changed
+   since they were graded are graded (``--regrade``: all; ``--student``: one student's).  Each result is also
+   appended, as it arrives, to ``.grader/journal.jsonl``: a run interrupted (Ctrl-C, a crash) and started
+   again grades only what the journal does not hold.
 
 The grader's own state (the secret, the lock, the scratch course with its gradebooks and the hidden
 tests nbgrader restores) lives in ``<course>/.grader/`` (mode 0700), which no sandbox sees.  As root
