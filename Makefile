@@ -2,7 +2,7 @@
 #   make book   - set up .venv, build the HTML book into _build/html
 #   make test   - set up .venv, ruff, the book build, the pytest suite
 # While you work: make check (ruff, the import contracts, the fast tests: under 45 s). make help lists all.
-# Instructor: make grade [PS=ps05_matrix_form] [JOBS=2 | SCHEDULER=tcp://host:8786] [DB_URL=postgresql://...]
+# Instructor: make grade [PS=ps05_matrix_form] [STUDENT=alice] [JOBS=2 | SCHEDULER=tcp://host:8786] [DB_URL=postgresql://...]
 #            [EXPORT=canvas,moodle] [ARGS=--no-sandbox], make grade-demo.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
@@ -13,6 +13,7 @@ STAMP := $(VENV)/.installed
 JOBS ?= 1
 ARGS ?=
 PS ?=
+STUDENT ?=
 DB_URL ?=
 SCHEDULER ?=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -70,7 +71,7 @@ help:
 	@echo "make release     regenerate exercises/ from solutions/ (text cells in English and Chinese;"
 	@echo "                 LANG=en or LANG=zh_CN: in one language)"
 	@echo "make publish DEST=folder  the student edition (LANG=en|zh_CN|both: the exercises' text cells)"
-	@echo "make grade       grade submitted/ (PS=, JOBS=, SCHEDULER=, DB_URL=, EXPORT=, ARGS=)"
+	@echo "make grade       grade what is new or changed in submitted/ (PS=, STUDENT=, JOBS=, SCHEDULER=, DB_URL=, EXPORT=, ARGS=)"
 	@echo "make grade-demo  grade a demo class of eight into _build/grade-demo"
 	@echo "make bench       the speed ratios (bench/results.md); BUSY=2 beside two CPU-bound processes"
 	@echo "make sandbox-packages   bubblewrap, all make grade needs (apt, as root)"
@@ -149,7 +150,7 @@ publish: book
 	$(BIN)/python -m attn_grader.authoring.publish '$(DEST)' --lang $(if $(filter command line,$(origin LANG)),$(LANG),both)
 
 grade: $(STAMP) sandbox-packages
-	$(BIN)/python -m attn_grader.run.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(DB_URL),--db-url '$(DB_URL)') $(if $(EXPORT),--export '$(EXPORT)') $(ARGS)
+	$(BIN)/python -m attn_grader.run.autograde --jobs $(JOBS) $(if $(SCHEDULER),--scheduler '$(SCHEDULER)') $(if $(PS),--assignment $(PS)) $(if $(STUDENT),--student '$(STUDENT)') $(if $(DB_URL),--db-url '$(DB_URL)') $(if $(EXPORT),--export '$(EXPORT)') $(ARGS)
 
 grade-demo: $(STAMP) sandbox-packages
 	$(BIN)/python -m attn_grader.authoring.demo --jobs $(JOBS)

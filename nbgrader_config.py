@@ -45,3 +45,21 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # The feedback page renders its formulas as MathML and loads nothing from the network (no MathJax CDN),
 # with colours and markup that pass WCAG 2.1 AA (attn_grader/run/feedback_page.py); make grade uses the same.
 c.GenerateFeedback.exporter_class = "attn_grader.run.feedback_page.FeedbackHTML"
+# nbgrader's exchange (release_assignment, fetch_assignment, submit, collect, release_feedback): a folder every
+# student and the instructor can reach; NBGRADER_EXCHANGE overrides it (docs/grading.md, "A term with
+# nbgrader's exchange").
+c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
+# Late submissions: the due date is the gradebook's (nbgrader db assignment add ps04_step_by_step
+# --duedate="2027-03-01 17:00 UTC"), extensions per student are in extensions.csv, and the policy is this
+# plugin's, read by nbgrader's autograde and by make grade alike: "none", "zero" (nbgrader's), or "per_day"
+# (c.LatePenalty.per_day of the score per day or part of one, at most all of it).
+c.AssignLatePenalties.plugin_class = "attn_grader.run.late.LatePenalty"
+c.LatePenalty.penalty_method = "none"
+c.LatePenalty.per_day = 0.1
+# make grade's own settings: the book the feedback links to (ATTN_BOOK_URL overrides it), Canvas's assignment
+# ids (a column "ps04_step_by_step (1234)" updates that assignment), and the Canvas custom column (e.g.
+# "Notes") that gets lateness and the graders' comments ("" for none: an unknown column would become an
+# assignment).
+c.AttnGrader.book_url = "https://self-attention-step-by-step.github.io/book/"
+c.AttnGrader.canvas_ids = {}
+c.AttnGrader.canvas_notes_column = ""

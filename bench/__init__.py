@@ -35,6 +35,7 @@ TITLES = {
     "grading": "grading cost",
     "sandbox": "grading sandbox",
     "scale": "grading a large class",
+    "regrade": "regrading one resubmission",
 }
 
 

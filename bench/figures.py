@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import REPO, TITLES
 from .book import fig_book, fig_feedback, fig_selfcheck
 from .grading import fig_grading, fig_sandbox, fig_scale
+from .regrade import fig_regrade
 from .speed import fig_banded, fig_blocked, fig_kernel, fig_loop, fig_peak, fig_sdpa
 
 __all__ = ["FIGURES", "QUICK_SKIPS", "REPO", "TITLES"]
@@ -22,5 +23,6 @@ FIGURES = {
     "grading": fig_grading,
     "sandbox": fig_sandbox,
     "scale": fig_scale,
+    "regrade": fig_regrade,
 }
 QUICK_SKIPS = {"book"}  # minutes of work: only in the full run (or with --only book)

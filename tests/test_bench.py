@@ -35,7 +35,7 @@ def test_tiny_sdpa_figure_runs():
     assert len(rows) == 1 and rows[0].measured.endswith("×") and rows[0].result == "reported"
     assert float(rows[0].measured.rstrip("×")) > 0
     assert set(FIGURES) == {"sdpa", "loop", "banded", "blocked", "peak", "kernel", "feedback", "selfcheck", "book",
-                            "grading", "sandbox", "scale"}
+                            "grading", "sandbox", "scale", "regrade"}
 
 
 def test_timing_helpers_return_medians_and_peaks():

@@ -57,7 +57,8 @@ def course(tmp_path_factory):
     grades_csv = (root / "grades.csv").read_text()
     logs = {}
     logs["generate"] = _nbgrader(root, "generate_assignment", "--force", A)
-    logs["autograde"] = _nbgrader(root, "autograde", A)
+    # make grade left autograded/ as nbgrader does: its autograde grades again only with --force
+    logs["autograde"] = _nbgrader(root, "autograde", "--force", A)
     logs["feedback"] = _nbgrader(root, "generate_feedback", A)
     logs["export"] = _nbgrader(root, "export")
     return root, ours, grades_csv, logs

@@ -86,6 +86,26 @@ def answers_digest(answers: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()
 
 
+def with_added(answers: dict[str, str], added: dict[str, list[str]]) -> dict[str, str]:
+    """The answers in the order the re-check runs them, the cells the student added included
+    (:attr:`attn_grader.isolation.sanitize.Sanitized.added`): each right before the answer it precedes in the
+    graded notebook, the rest at the end, as the kernel runs them.  Their keys start with ``added``."""
+    out: dict[str, str] = {}
+    for gid, text in answers.items():
+        for i, src in enumerate(added.get(gid, [])):
+            out[f"added cell {i + 1} before {gid}"] = src
+        out[gid] = text
+    for i, src in enumerate(added.get("", [])):
+        out[f"added cell {i + 1} at the end"] = src
+    return out
+
+
+def added_failures(index: dict) -> list[str]:
+    """The cells the student added that raised in the re-check, with the exception's name."""
+    return [f"{k} ({v})" for k, v in (index.get("answers") or {}).items()
+            if isinstance(k, str) and k.startswith("added") and v != "ok"]
+
+
 def cases_for(task: Task, secret: bytes, answers: dict[str, str] | None = None) -> list[tuple]:
     """The re-check's inputs for ``task``: its case generator driven by a seed from the course secret and,
     given ``answers``, from the submission's answer cells.  The same submission gets the same inputs (a

@@ -29,6 +29,8 @@ class Sanitized:
 
     notebook: nbformat.NotebookNode | None
     answers: dict[str, str] = field(default_factory=dict)  # grade_id -> the student's answer source
+    # code cells the student added: answer grade_id ("" for the end) -> the sources that run right before it
+    added: dict[str, list[str]] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)  # tampering, reported in grades.csv
     notes: list[str] = field(default_factory=list)  # harmless findings, reported in the report only
     reason: str | None = None  # why the submission cannot be graded at all
@@ -163,16 +165,44 @@ def rebuild(student, release) -> Sanitized:
         else:
             flags.append(f"answer cell {gid} missing (scored as unanswered)")
         answers[gid] = cell.source
-    extra = [i for i, c in enumerate(student_cells)
-             if c.get("cell_type") == "code" and not _nbg(c).get("grade_id") and i not in used
-             and _source(c).strip()]
-    if extra:
-        notes.append(f"{len(extra)} extra code cell(s) not graded (only answer cells are)")
+    added = _added_cells(student_cells, used, rebuilt)
+    if added:
+        n = sum(map(len, added.values()))
+        notes.append(f"{n} code cell(s) the student added run with the answers (before the answer whose test "
+                     "follows them), in the notebook and in the re-check")
     for cell in rebuilt.cells:
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
-    return Sanitized(rebuilt, answers=answers, flags=flags, notes=notes)
+    return Sanitized(rebuilt, answers=answers, flags=flags, notes=notes, added=added)
+
+
+def _added_cells(student_cells: list, used: set[int], rebuilt) -> dict[str, list[str]]:
+    """The student's own code cells (no nbgrader metadata), each placed right before the answer cell of the
+    first test cell that follows it in the student's notebook (after the last answer when no test follows):
+    both grading paths run them there, so a helper a student defined in a cell of their own is defined when
+    the answer that uses it is tested, as in the student's kernel.  Inserted into ``rebuilt`` as fresh cells
+    (the student's metadata is not kept)."""
+    answer_ids = [_nbg(c)["grade_id"] for c in rebuilt.cells if _is_answer(c)]
+    added: dict[str, list[str]] = {}
+    pending: list[str] = []
+    for i, c in enumerate(student_cells):
+        gid = str(_nbg(c).get("grade_id") or "")
+        if c.get("cell_type") == "code" and not gid and i not in used and _source(c).strip():
+            pending.append(_source(c))
+        elif gid.endswith("_test") and gid[: -len("_test")] + "_answer" in answer_ids and pending:
+            added.setdefault(gid[: -len("_test")] + "_answer", []).extend(pending)
+            pending = []
+    if pending:
+        added.setdefault("", []).extend(pending)
+    for before, sources in added.items():
+        at = next((k for k, c in enumerate(rebuilt.cells) if _nbg(c).get("grade_id") == before), None)
+        cells = [nbformat.v4.new_code_cell(src) for src in sources]
+        if at is None:
+            rebuilt.cells.extend(cells)
+        else:
+            rebuilt.cells[at:at] = cells
+    return added
 
 
 def sanitize(sub, release_notebooks: dict[str, nbformat.NotebookNode]) -> Sanitized:

@@ -237,6 +237,14 @@ def _section(assignment: str, results: list[Result], similar: dict | None = None
         mean = sum(totals) / len(totals)
         full = sum(t >= max_total - 1e-9 for t in totals)
         summary += f" Mean total {mean:.2f} of {points(max_total)}; {full} full marks."
+    by_hand = sum(bool(r.manual) for r in graded)
+    waiting = sum(bool(r.needs_manual) for r in graded)
+    late = [r for r in graded if r.seconds_late > 0]
+    if by_hand or waiting:  # the formgrader's scores are in the totals (nbgrader's rule: they replace ours)
+        summary += f" Graded by hand in the formgrader: {by_hand}; waiting for a grader: {waiting}."
+    if late:
+        summary += (f" Late: {len(late)} (late penalties {points(sum(r.late_penalty for r in late))} points in all,"
+                    " taken from the totals).")
     out.append(f"<p>{_e(summary)}</p>")
     if totals and max_total > 0:
         src, alt = _histogram(totals, max_total, assignment)

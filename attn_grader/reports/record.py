@@ -92,15 +92,21 @@ def write_outputs(root: str, results: dict[str, Result]) -> None:
             break
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["student", "assignment", *columns, "total", "max", "status", "sandbox", "reason"])
+    w.writerow(["student", "assignment", *columns, "total", "max", "status", "sandbox", "reason",
+                "submitted", "hours_late", "late_penalty", "needs_manual_grade", "comments"])
     for k in keys:
         r = results[k]
         row = [csv_cell(r.student), csv_cell(r.assignment)]
-        for gid in columns:
-            row.append("" if gid not in r.tasks or r.status == "ungradable" else points(r.scores.get(gid, 0.0)))
+        for gid in columns:  # a cell graded by hand that no grader has scored yet is empty
+            row.append("" if gid not in r.tasks or r.status == "ungradable" or gid in r.needs_manual
+                       else points(r.scores.get(gid, 0.0)))
         row.append(points(r.total) if r.status != "ungradable" else "")
         row += [points(r.max_total), r.status, "on" if r.sandbox else "off",
-                csv_cell("; ".join([*r.reason, *r.flags]))]
+                csv_cell("; ".join([*r.reason, *r.flags])), (r.timestamp or "")[:19],
+                f"{r.seconds_late / 3600:.2f}" if r.seconds_late > 0 else "",
+                points(r.late_penalty) if r.late_penalty else "",
+                csv_cell(" ".join(r.needs_manual) if r.status != "ungradable" else ""),
+                csv_cell("; ".join(f"{g}: {c}" for g, c in r.comments.items()))]
         w.writerow(row)
     write_atomic(os.path.join(root, CSV_FILE), buf.getvalue())
     lines = ["# Grading report", "", f"{len(keys)} submissions.", "",
@@ -122,34 +128,146 @@ def write_outputs(root: str, results: dict[str, Result]) -> None:
     write_atomic(os.path.join(root, REPORT_FILE), "\n".join(lines) + "\n")
 
 
+def _when(text: str | None):
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
 def merge_gradebook(db_url: str, results: list[Result]) -> None:
-    """Write the final grades into the gradebook at ``db_url`` (resubmissions replace earlier grades)."""
+    """Write the grader's scores into the gradebook at ``db_url``, as nbgrader's autograde does: the
+    submission (kept, with its timestamp), each automatically graded cell's ``auto_score``; a cell graded by
+    hand keeps "needs manual grade" until a grader scores it.  A grader's scores and comments (``manual_score``,
+    ``manual_comment``, ``extra_credit``) are never written here."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with warnings.catch_warnings(), Gradebook(db_url) as gb:
         warnings.simplefilter("ignore")
         for r in results:
             gb.update_or_create_student(r.student)
-            with contextlib.suppress(MissingEntry):
-                gb.remove_submission(r.assignment, r.student)
-            sub = gb.add_submission(r.assignment, r.student)
+            try:
+                sub = gb.find_submission(r.assignment, r.student)
+            except MissingEntry:
+                sub = gb.add_submission(r.assignment, r.student)
+            sub.timestamp = _when(r.timestamp)
             for nb in sub.notebooks:
                 for grade in nb.grades:
-                    grade.auto_score = r.scores.get(grade.name, 0.0) if r.status != "ungradable" else 0.0
-                    grade.needs_manual_grade = False
+                    if r.status == "ungradable":
+                        grade.auto_score, grade.needs_manual_grade = 0.0, False
+                    elif grade.name in r.auto:
+                        grade.auto_score, grade.needs_manual_grade = r.auto[grade.name], False
+                    elif grade.name in r.manual_tasks:
+                        grade.auto_score, grade.needs_manual_grade = None, grade.manual_score is None
+                    else:
+                        grade.auto_score, grade.needs_manual_grade = 0.0, False
             gb.db.commit()
+
+
+def sync_gradebook(db_url: str, results: dict[str, Result], assignments: list[str], still_submitted,
+                   penalty=None, extensions: dict | None = None) -> None:
+    """After a run: the gradebook and ``results`` agree.  Each result gets the graders' scores and comments
+    (read, never written: ``manual_score``, ``extra_credit``, ``manual_comment`` are the formgrader's), its
+    lateness from nbgrader's due date and the student's extension (``extensions``: {(student, assignment):
+    timedelta}, stored as nbgrader's ``Gradebook.grant_extension`` does) and its late penalty,
+    ``penalty(student, score, seconds_late)`` (nbgrader's LateSubmissionPlugin: None is no penalty), stored
+    as the notebook's ``late_submission_penalty``.  A submission of ``assignments`` that left ``submitted/``
+    (``still_submitted(student, assignment)`` False) leaves the gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    by_key = {(r.student, r.assignment): r for r in results.values()}
+    with warnings.catch_warnings(), Gradebook(db_url) as gb:
+        warnings.simplefilter("ignore")
+        for a in assignments:
+            try:
+                subs = list(gb.find_assignment(a).submissions)
+            except MissingEntry:
+                continue
+            for sub in subs:
+                key = (sub.student.id, a)
+                if not still_submitted(*key):
+                    gb.remove_submission(a, sub.student.id)
+                    continue
+                ext = (extensions or {}).get(key)
+                if ext is not None and sub.extension != ext:
+                    sub.extension = ext
+                r = by_key.get(key)
+                if r is None:
+                    continue
+                r.manual = {g.name: float(g.manual_score) + float(g.extra_credit or 0) for nb in sub.notebooks
+                            for g in nb.grades if g.manual_score is not None}
+                r.comments = {c.name: c.manual_comment for nb in sub.notebooks for c in nb.comments
+                              if c.manual_comment}
+                r.seconds_late = float(sub.total_seconds_late) if r.status != "ungradable" else 0.0
+                r.late_penalty = 0.0
+                r.recount()
+                if r.seconds_late > 0 and penalty is not None and r.status != "ungradable":
+                    taken = penalty(r.student, r.total, r.seconds_late)
+                    r.late_penalty = 0.0 if taken is None else round(min(max(float(taken), 0.0), r.total), 4)
+                    r.recount()
+                for i, nb in enumerate(sub.notebooks):  # one notebook an assignment here: it carries the penalty
+                    want = (r.late_penalty or None) if i == 0 else None
+                    if nb.late_submission_penalty != want:
+                        nb.late_submission_penalty = want
+            gb.db.commit()
+
+
+def put_autograded(root: str, r: Result) -> None:
+    """``autograded/<student>/<assignment>/`` as nbgrader's autograde leaves it (the graded notebook, and
+    the submission's timestamp.txt): the formgrader's Manual Grading shows it, and lists the submission
+    as graded."""
+    ag_dir = os.path.join(root, "autograded", r.student, r.assignment)
+    _replace_folder(ag_dir)
+    if r.graded_notebook:
+        os.makedirs(ag_dir, exist_ok=True)
+        write_atomic(os.path.join(ag_dir, r.assignment + ".ipynb"), r.graded_notebook)
+        _nbgrader_files(ag_dir, r)
+    r.graded_notebook = None
+
+
+def _nbgrader_files(folder: str, r: Result) -> None:
+    """timestamp.txt and submission_secret.txt, as nbgrader's autograde and generate_feedback copy them."""
+    if r.timestamp:
+        write_atomic(os.path.join(folder, "timestamp.txt"), _stamp(r.timestamp))
+    if r.secret:
+        write_atomic(os.path.join(folder, "submission_secret.txt"), r.secret)
+
+
+def _stamp(timestamp: str) -> str:
+    """A timestamp.txt as nbgrader writes it (``2026-12-05 23:34:34.123456 UTC``)."""
+    when = _when(timestamp)
+    return when.strftime("%Y-%m-%d %H:%M:%S.%f UTC") if when else ""
+
+
+def _replace_folder(path: str) -> None:
+    if os.path.islink(path):
+        os.unlink(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_gone(root: str, results_before: dict[str, Result], results_now: dict[str, Result]) -> None:
+    """The autograded/ and feedback/ folders of submissions that left the gradebook."""
+    for key, r in results_before.items():
+        if key not in results_now:
+            for top in ("autograded", "feedback"):
+                _replace_folder(os.path.join(root, top, r.student, r.assignment))
+                with contextlib.suppress(OSError):  # the student's folder, when nothing else is left in it
+                    os.rmdir(os.path.join(root, top, r.student))
 
 
 def put_feedback(root: str, r: Result) -> None:
     """``feedback/<student>/<assignment>/`` of one result, as it arrives (its HTML is then let go:
     the writer's memory does not grow with the class).  A result without feedback removes the old."""
     fb_dir = os.path.join(root, "feedback", r.student, r.assignment)
-    if os.path.islink(fb_dir):
-        os.unlink(fb_dir)
-    shutil.rmtree(fb_dir, ignore_errors=True)
+    _replace_folder(fb_dir)
     if r.feedback_html:
         os.makedirs(fb_dir, exist_ok=True)
         write_atomic(os.path.join(fb_dir, r.assignment + ".html"), r.feedback_html)
+        # nbgrader release_feedback finds a page by the submission's timestamp (nbgrader.exchange.default.
+        # release_feedback): the same timestamp.txt as autograded/, or the time of grading without one.
+        _nbgrader_files(fb_dir, r)
     r.feedback_html = None
 
 
@@ -167,7 +285,8 @@ def load_results(root: str) -> dict[str, Result]:
     return out
 
 
-def merge(root: str, this_run: dict[str, Result], graded_assignments: list[str], still_submitted) -> dict[str, Result]:
+def merge(root: str, this_run: dict[str, Result], graded_assignments: list[str], still_submitted,
+          sync=None) -> dict[str, Result]:
     """grading_results.json, grades.csv and the report, from the stored results and this run's
     (whose feedback :func:`put_feedback` wrote as each arrived).
 
@@ -175,12 +294,16 @@ def merge(root: str, this_run: dict[str, Result], graded_assignments: list[str],
     loses its row when its assignment was graded).  Returns every stored result.
     """
     results = load_results(root)
+    before = dict(results)
     for key in list(results):
         r = results[key]
         if r.assignment in graded_assignments and not still_submitted(r.student, r.assignment):
             results.pop(key)
     for key, r in this_run.items():
         results[key] = r
+    if sync is not None:  # the gradebook's side: graders' scores and comments, lateness (sync_gradebook)
+        sync(results)
+    remove_gone(root, before, results)
     write_atomic(os.path.join(root, RESULTS_FILE),
                  json.dumps({k: r.to_dict() for k, r in results.items()}, sort_keys=True, indent=1))
     write_outputs(root, results)

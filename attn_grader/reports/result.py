@@ -43,7 +43,18 @@ class Result:
     flags: list[str] = field(default_factory=list)  # what an instructor should look at
     notes: list[str] = field(default_factory=list)  # harmless findings
     sandbox: bool = True  # False: graded with --no-sandbox
+    # nbgrader's side, kept in step with the gradebook by the one writer (attn_grader.reports.record.sync):
+    manual_tasks: list[str] = field(default_factory=list)  # cells graded by hand (solution + grade, or task)
+    auto: dict[str, float] = field(default_factory=dict)  # grade id -> the grader's score (scores: the final)
+    manual: dict[str, float] = field(default_factory=dict)  # grade id -> a grader's score set in the formgrader
+    comments: dict[str, str] = field(default_factory=dict)  # grade id -> a grader's comment (formgrader)
+    timestamp: str | None = None  # the submission's timestamp.txt (UTC), None without one
+    secret: str | None = None  # its submission_secret.txt (nbgrader release_feedback files the page by it)
+    seconds_late: float = 0.0  # after nbgrader's due date (and the student's extension)
+    late_penalty: float = 0.0  # points taken by the late policy (nbgrader_config.py's LateSubmissionPlugin)
+    digest: str = ""  # what the grade depends on: regraded only when this changes
     feedback_html: str | None = None  # written to feedback/ by the one writer, not kept in the JSON
+    graded_notebook: str | None = None  # written to autograded/ by the one writer, not kept in the JSON
 
     @property
     def key(self) -> str:
@@ -55,9 +66,26 @@ class Result:
             self.status = "flagged"
         return self
 
+    @property
+    def needs_manual(self) -> list[str]:
+        """The cells graded by hand that no grader has scored yet."""
+        return [g for g in self.manual_tasks if g not in self.manual and g not in self.auto]
+
+    def recount(self) -> Result:
+        """scores and total from the grader's scores, the graders' and the late penalty (nbgrader's rule: a
+        manual score replaces the automatic one; total = the scores - the late penalty)."""
+        if self.status == "ungradable":
+            return self
+        if not self.auto and self.scores:  # a result from before these fields: its scores were the grader's
+            self.auto = {g: v for g, v in self.scores.items() if g not in self.manual}
+        self.scores = {g: self.manual.get(g, self.auto[g]) for g in self.tasks if g in self.manual or g in self.auto}
+        self.total = round(max(0.0, sum(self.scores.values()) - self.late_penalty), 4)
+        return self
+
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d.pop("feedback_html")
+        d.pop("graded_notebook")
         return d
 
     @classmethod
@@ -69,11 +97,13 @@ class Result:
 def empty_result(student: str, assignment: str, release=None, *, reason=(), flags=(), notes=(),
                  sandbox: bool = True) -> Result:
     """A result with the assignment's graded cells and no scores yet."""
-    tasks, mx = [], {}
+    tasks, mx, manual = [], {}, []
     for cell in (release.cells if release is not None else []):
         nbg = cell.metadata.get("nbgrader", {})
-        if nbg.get("grade"):
+        if nbg.get("grade") or nbg.get("task"):
             tasks.append(nbg["grade_id"])
             mx[nbg["grade_id"]] = float(nbg.get("points", 0))
+            if nbg.get("task") or nbg.get("solution"):  # nbgrader's manually graded cells
+                manual.append(nbg["grade_id"])
     return Result(student, assignment, tasks=tasks, max=mx, max_total=round(sum(mx.values()), 4),
-                  reason=list(reason), flags=list(flags), notes=list(notes), sandbox=sandbox)
+                  reason=list(reason), flags=list(flags), notes=list(notes), sandbox=sandbox, manual_tasks=manual)

@@ -1,6 +1,7 @@
 """``make grade``: autograde every submission in a sandbox, re-check it, and record the grades.
 
     python -m attn_grader.run.autograde [--jobs N | --scheduler tcp://host:8786] [--assignment PS]
+                                    [--student NAME] [--regrade]
                                     [--course DIR] [--db-url URL] [--no-sandbox]
                                     [--similarity SCORE] [--similarity-min N]
 
@@ -18,9 +19,12 @@ package it is in: ``run``, ``isolation``, ``checking``, ``reports``; see :mod:`a
    from the course's secret (:mod:`attn_grader.files.secret`), compared with the reference outside;
    :mod:`attn_grader.checking.scores` makes the final scores;
 5. **record** (:mod:`attn_grader.reports.record`, the one writer: the process that runs ``make grade``):
-   ``gradebook.db``, ``grades.csv``, ``grading_report.md``, ``feedback/``, ``grading_results.json``, each
-   written atomically.  Each result is also appended, as it arrives, to ``.grader/journal.jsonl``: a run
-   interrupted (Ctrl-C, a crash) and started again grades only what the journal does not hold.
+   ``gradebook.db`` (in place, one transaction per submission, as nbgrader's autograde writes it: the graders'
+   scores and comments are read, never written), ``grades.csv``, ``grading_report.md``, ``autograded/``,
+   ``feedback/``, ``grading_results.json``, each file written atomically.  Only submissions new or changed
+   since they were graded are graded (``--regrade``: all; ``--student``: one student's).  Each result is also
+   appended, as it arrives, to ``.grader/journal.jsonl``: a run interrupted (Ctrl-C, a crash) and started
+   again grades only what the journal does not hold.
 
 The grader's own state (the secret, the lock, the scratch course with its gradebooks and the hidden
 tests nbgrader restores) lives in ``<course>/.grader/`` (mode 0700), which no sandbox sees.  As root
@@ -55,15 +59,17 @@ from dataclasses import asdict
 from ..reports import lms
 from ..reports.result import Result
 from . import cluster
-from .course import REPO, Options
+from .course import REPO, Options, settings
 from .grading import JOURNAL, run
+from .late import ExtensionsError
 
 __all__ = ["Options", "grade", "main", "run"]
 
 
 def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
           results_out: str | None = None, verbose: bool = True, db_url: str | None = None,
-          scheduler: str | None = None, export: list[str] | tuple = ()) -> dict[str, Result]:
+          scheduler: str | None = None, export: list[str] | tuple = (), students: list[str] | None = None,
+          regrade: bool = False) -> dict[str, Result]:
     """Grade the course at ``root`` the way ``make grade`` does (a grader process of its own); return
     {"student/assignment": Result} of this run."""
     opts = opts or Options()
@@ -72,6 +78,8 @@ def grade(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options
         argv = [sys.executable, "-m", "attn_grader.run.autograde", "--course", root, "--jobs", str(jobs),
                 "--results", out, "--options", json.dumps(asdict(opts))]
         argv += [x for a in (only or []) for x in ("--assignment", a)]
+        argv += [x for st in (students or []) for x in ("--student", st)]
+        argv += ["--regrade"] if regrade else []
         argv += ["--db-url", db_url] if db_url else []
         argv += ["--scheduler", scheduler] if scheduler else []
         argv += ["--export", ",".join(export)] if export else []
@@ -98,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scheduler", help="grade on the Dask cluster whose scheduler is at this address "
                                        "(tcp://host:8786) instead of a local one")
     p.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
+    p.add_argument("--student", action="append",
+                   help="grade this student's submissions again (the folder name under submitted/; repeatable); "
+                        "nothing else of the course changes")
+    p.add_argument("--regrade", action="store_true",
+                   help="grade every submission again (default: only those new or changed since graded)")
     p.add_argument("--cell-timeout", type=int, default=Options.cell_timeout)
     p.add_argument("--budget", type=int, default=Options.budget)
     p.add_argument("--memory-gb", type=float, default=Options.memory / (1 << 30))
@@ -137,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                        max_notebook_bytes=int(args.max_notebook_mb * (1 << 20)))
     if args.no_sandbox:
         opts.sandbox = False
+    # The book the feedback links to: nbgrader_config.py's c.AttnGrader.book_url; ATTN_BOOK_URL overrides it.
+    opts.book_url = os.environ.get("ATTN_BOOK_URL") or opts.book_url or str(settings(root).get("book_url") or "")
     if opts.sandbox:
         why = sandbox.unusable()
         if why:
@@ -147,9 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, cluster.on_sigint)
     try:
         run(root, jobs=args.jobs, only=args.assignment, opts=opts, results_out=args.results,
-            verbose=not args.quiet, db_url=args.db_url, scheduler=args.scheduler, export=export)
+            verbose=not args.quiet, db_url=args.db_url, scheduler=args.scheduler, export=export,
+            students=args.student, regrade=args.regrade)
     except lms.ExportError as exc:
         print(f"make grade: the grades are written, the LMS export is not: {exc}", file=sys.stderr)
+        return 2
+    except ExtensionsError as exc:
+        print(f"make grade: {exc}", file=sys.stderr)
         return 2
     except cluster.NoCluster as exc:
         print(f"make grade: {exc}. Start one (README, 'More than one machine') or grade here with JOBS=N.",

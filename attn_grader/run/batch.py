@@ -51,6 +51,10 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     from ..checking.core import tasks_of
     from ..isolation.execute import ContainedExecute
 
+    if opts.book_url:  # the feedback's links (nbgrader_config.py's c.AttnGrader.book_url)
+        from ..reports import next_steps
+
+        next_steps.BOOK_URL = opts.book_url
     work = tempfile.mkdtemp(prefix="batch-", dir=scratch)
     cdir = os.path.join(work, "course")
     os.makedirs(cdir)
@@ -93,7 +97,8 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
                     cases_of[s.sid] = {t.func_name: recheck.cases_for(t, course.secret, item["answers"])
                                        for t in tasks}
                     rechecks[s.sid] = pool.submit(
-                        recheck.run, tasks, cases_of[s.sid], course.setups[a], item["answers"], work,
+                        recheck.run, tasks, cases_of[s.sid], course.setups[a],
+                        recheck.with_added(item["answers"], item.get("added") or {}), work,
                         wall_seconds=opts.recheck_seconds, memory_bytes=opts.memory, cpu_seconds=opts.recheck_seconds,
                         call_seconds=opts.call_seconds, box_bytes=opts.box_bytes, use_sandbox=opts.sandbox,
                         imports=kernel_mounts(course.root, with_packages=False) if opts.sandbox else ((), ()))
@@ -129,11 +134,29 @@ def grade_items(course: Course, items: list[tuple[Submitted, dict]], scratch: st
     return results
 
 
+ADDED_RULE = ("cells you add run with your answers, in order, in both checks: a helper must be defined "
+              "in a cell above the test that uses it")
+
+
+def _say_added_cells(r: Result, final, index: dict) -> None:
+    """The one rule for a student's own cells, said in the line of a task that lost points where a cell the
+    student added raised, or where a name the answer uses was not defined."""
+    failed = recheck.added_failures(index)
+    for gid, note in final.task_notes.items():
+        if final.scores.get(gid, 0.0) >= r.max.get(gid, 0.0) - 1e-9:
+            continue
+        if failed:
+            r.task_notes[gid] = f"{note}; a cell you added failed: {', '.join(failed)[:160]} ({ADDED_RULE})"
+        elif "NameError" in note:
+            r.task_notes[gid] = f"{note} ({ADDED_RULE})"
+
+
 def _grade_one(s: Submitted, r: Result, db: str, a: str, cdir: str, nb_name: str, tasks, no_catalogue, rechecks,
                cases_of, opts: Options, course_hidden: list[str]) -> None:
     """One submission's scores from nbgrader's gradebook, its kernel's report and its re-check; the notes
     cell into its autograded notebook."""
-    nb_scores = scores_from_gradebook(db, a, s.sid)
+    nb_grades = scores_from_gradebook(db, a, s.sid)  # grade id -> (auto score, needs manual grading)
+    nb_scores = {g: v[0] or 0.0 for g, v in nb_grades.items()}
     agdir = os.path.realpath(os.path.join(cdir, "autograded", s.sid, a))
     autograded = os.path.join(agdir, nb_name)
     from ..isolation.execute import ContainedExecute
@@ -168,12 +191,16 @@ def _grade_one(s: Submitted, r: Result, db: str, a: str, cdir: str, nb_name: str
             r.flags.append(f"re-check: {index['malformed']}")
     elif no_catalogue:
         r.notes.append(no_catalogue)
-    final = final_scores(r.tasks, r.max, nb_scores, verdicts)
+    final = final_scores([g for g in r.tasks if g not in r.manual_tasks], r.max, nb_scores, verdicts)
     r.task_notes.update(final.task_notes)
+    _say_added_cells(r, final, index if tasks else {})
     r.flags += final.flags
     if r.status != "ungradable":
-        r.scores = final.scores
-        r.total = round(sum(final.scores.values()), 4)
+        # A cell graded by hand keeps nbgrader's automatic score only where nbgrader gave one (an answer left
+        # as released scores 0); else it waits for a grader (the formgrader's "needs manual grade").
+        r.auto = {**final.scores, **{g: float(v[0]) for g, v in nb_grades.items()
+                                     if g in r.manual_tasks and v[0] is not None and not v[1]}}
+        r.recount()
         with contextlib.suppress(Exception):
             set_final_scores(db, a, s.sid, final.scores)
             nb = nbformat.read(autograded, as_version=4)
@@ -182,3 +209,4 @@ def _grade_one(s: Submitted, r: Result, db: str, a: str, cdir: str, nb_name: str
             nb.cells.insert(0, record.notes_cell(r.finish()))
             nb.cells.insert(0, next_steps_cell(r))
             nbformat.write(nb, autograded)
+            r.graded_notebook = nbformat.writes(nb)  # the course's autograded/<student>/<assignment>/

@@ -56,6 +56,7 @@ class Options:
     stall_seconds: int = 0  # nothing heard this long: the busy workers are restarted (0: budget + re-check + 180)
     similarity: float = THRESHOLD  # alike answers are in the class report from this score (0..1)
     similarity_min: int = MIN_SHARED  # ... when they share this much normalised code (.similarity)
+    book_url: str = ""  # the book the feedback links to (c.AttnGrader.book_url; ATTN_BOOK_URL overrides it)
 
 
 @dataclass
@@ -70,15 +71,30 @@ class Course:
     hidden: dict[str, list[str]] = field(default_factory=dict)  # a -> the lines of its hidden tests
 
 
+def config_path(root: str) -> str:
+    """The course's nbgrader_config.py: its own, else this repository's."""
+    path = os.path.join(root, "nbgrader_config.py")
+    return path if os.path.isfile(path) else os.path.join(REPO, "nbgrader_config.py")
+
+
+def settings(root: str) -> dict:
+    """``c.AttnGrader.*`` of the course's nbgrader_config.py: the grader's own settings (book_url, canvas_ids,
+    canvas_notes_column)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    path = config_path(root)
+    if not os.path.isfile(path):
+        return {}
+    return dict(PyFileConfigLoader(os.path.basename(path), os.path.dirname(path)).load_config().get("AttnGrader", {}))
+
+
 def nbgrader_config(root: str, db_url: str, opts: Options | None = None, boxes: str = ""):
     """The course's nbgrader_config.py (the course's own, else this repository's), pointed at a scratch
     course; with ``opts``, the grader's contained executor."""
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
-    path = os.path.join(root, "nbgrader_config.py")
-    if not os.path.isfile(path):
-        path = os.path.join(REPO, "nbgrader_config.py")
+    path = config_path(root)
     c = Config()
     if os.path.isfile(path):
         c.merge(PyFileConfigLoader(os.path.basename(path), os.path.dirname(path)).load_config())
@@ -192,7 +208,8 @@ def prepare(root: str, assignments: list[str], scratch: str, master_url: str | N
     return course
 
 
-def scores_from_gradebook(db: str, assignment: str, sid: str) -> dict[str, float]:
+def scores_from_gradebook(db: str, assignment: str, sid: str) -> dict[str, tuple[float | None, bool]]:
+    """{grade id: (nbgrader's automatic score, whether it needs grading by hand)} of one submission."""
     from nbgrader.api import Gradebook, MissingEntry
 
     out = {}
@@ -203,7 +220,8 @@ def scores_from_gradebook(db: str, assignment: str, sid: str) -> dict[str, float
             return {}
         for nb in sub.notebooks:
             for grade in nb.grades:
-                out[grade.name] = float(grade.auto_score or 0.0)
+                out[grade.name] = (None if grade.auto_score is None else float(grade.auto_score),
+                                   bool(grade.needs_manual_grade))
     return out
 
 

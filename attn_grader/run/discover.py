@@ -11,14 +11,25 @@ nbgrader gets a safe internal id instead (:attr:`Submitted.sid`), the instructor
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
-from ..files.safeio import Refused, list_folder, open_regular
+from ..files.safeio import Refused, list_folder, open_regular, read_regular
 
 IGNORED_STUDENTS = {".ipynb_checkpoints", "__pycache__"}
 NOTEBOOK_CAP = 1 << 30  # bytes of one submitted notebook (``--max-notebook-mb``)
 STREAM_ABOVE = 16 << 20  # a larger notebook is read as a stream, its outputs dropped while reading
 CAP_HINT = "raise the limit with make grade ARGS='--max-notebook-mb N'"
+# What ``nbgrader collect`` leaves beside the notebook (nbgrader.exchange.default.collect): expected, never
+# flagged.  timestamp.txt is the submission's time (read, at most TIMESTAMP_CAP bytes, parsed strictly);
+# submission_secret.txt is nbgrader's, never read.  Either one that is not a regular file is an extra entry.
+TIMESTAMP, SECRET = "timestamp.txt", "submission_secret.txt"
+NBGRADER_FILES = (TIMESTAMP, SECRET)
+TIMESTAMP_CAP = 128
+SECRET_CAP = 256
+_STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?"
+                    r"(?: ?(Z|[+-]\d{2}:?\d{2}|[A-Z]{2,5}))?")
 
 
 @dataclass
@@ -29,6 +40,66 @@ class Submitted:
     entries: list[tuple[str, str]] = field(default_factory=list)  # (name, kind) in the assignment folder
     notebook: bytes | None = None
     problem: str | None = None  # why nothing could be read
+    timestamp: str | None = None  # timestamp.txt as UTC "YYYY-MM-DD HH:MM:SS.ffffff" (None: none, or not readable)
+    timestamp_note: str | None = None  # why a timestamp.txt present gave no timestamp
+    secret: str | None = None  # submission_secret.txt: nbgrader's key of the student's feedback in the exchange
+
+
+def parse_timestamp(raw: bytes) -> datetime | None:
+    """nbgrader's timestamp (``2026-12-05 23:34:34.123456 UTC``, also ``…T…``, ``Z``, ``+01:00``) as a naive
+    UTC datetime, as nbgrader's gradebook stores it; None for anything else (strict: one line, no text)."""
+    try:
+        text = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return None
+    m = _STAMP.fullmatch(text)
+    if not m:
+        return None
+    y, mo, d, h, mi, sec, frac, zone = m.groups()
+    try:
+        t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(sec), int((frac or "0").ljust(6, "0")))
+    except ValueError:
+        return None
+    if zone and zone.isalpha() and zone not in ("UTC", "GMT", "Z"):  # a named zone (Exchange.timezone)
+        from zoneinfo import ZoneInfo
+
+        try:
+            named = ZoneInfo(zone)
+        except (ValueError, OSError, KeyError):  # an unknown name (ZoneInfoNotFoundError is a KeyError)
+            return None
+        return (t.replace(tzinfo=named).astimezone(UTC)).replace(tzinfo=None)
+    if zone and zone not in ("UTC", "GMT", "Z"):
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        if int(digits[:2]) > 23 or int(digits[2:]) > 59:
+            return None
+        t = t - sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+    return t
+
+
+def _read_secret(s: Submitted, afd: int) -> None:
+    """nbgrader's secret (a hex digest it wrote): kept only when it is one, to go beside the feedback."""
+    try:
+        raw = read_regular(SECRET, SECRET_CAP + 1, dir_fd=afd) or b""
+    except (Refused, OSError):
+        return
+    text = raw.decode("ascii", "replace").strip()
+    if 0 < len(text) <= SECRET_CAP and all(ch in "0123456789abcdefABCDEF" for ch in text):
+        s.secret = text
+
+
+def _read_timestamp(s: Submitted, afd: int) -> None:
+    try:
+        raw = read_regular(TIMESTAMP, TIMESTAMP_CAP, dir_fd=afd)
+    except (Refused, OSError):  # larger than a timestamp, or gone meanwhile
+        raw = b""
+    if raw is None:
+        return
+    t = parse_timestamp(raw)
+    if t is None:
+        s.timestamp_note = f"{TIMESTAMP} is not a timestamp nbgrader writes: no timestamp (not late)"
+    else:
+        s.timestamp = t.isoformat(sep=" ", timespec="microseconds")
 
 
 def find_assignments(root: str, only: list[str] | None = None) -> list[str]:
@@ -98,6 +169,11 @@ def _read_one(student: str, a: str, sfd: int, name: str, cap: int) -> Submitted:
     try:
         s.entries = list_folder(afd)
         kinds = dict(s.entries)
+        if kinds.get(TIMESTAMP) == "file":
+            _read_timestamp(s, afd)
+        if kinds.get(SECRET) == "file":
+            _read_secret(s, afd)
+        s.entries = [(e, k) for e, k in s.entries if not (e in NBGRADER_FILES and k == "file")]
         if name in kinds:
             try:
                 s.notebook = read_notebook(name, cap, dir_fd=afd)

@@ -27,8 +27,18 @@ from ..isolation.sanitize import Sanitized, sanitize
 from ..reports import classreport, lms, record, similarity
 from ..reports.result import Result, empty_result
 from . import cluster
-from .course import PACKAGES, Options, course_db_url, kernel_mounts, prepare, quiet_logs, sqlite_path
+from .course import (
+    PACKAGES,
+    Options,
+    course_db_url,
+    kernel_mounts,
+    nbgrader_config,
+    prepare,
+    quiet_logs,
+)
+from .course import settings as course_settings
 from .discover import Submitted, find_assignments, find_submissions
+from .late import penalty_function, read_extensions
 from .patches import nbgrader_setup
 
 
@@ -106,8 +116,10 @@ JOURNAL = "journal.jsonl"  # in .grader/: each result of a run as it arrives, un
 
 
 def _digest(s: Submitted, root: str, code: str) -> str:
-    """What a grade depends on: the submitted bytes, the assignment's source, the grader and the reference."""
+    """What a grade depends on: the submitted bytes and timestamp, what else is in the folder, the assignment's
+    source, the grader and the reference."""
     h = hashlib.sha256(code.encode())
+    h.update(json.dumps([s.timestamp, s.timestamp_note, s.problem, s.entries]).encode())
     h.update(s.notebook or b"")
     src = os.path.join(root, "solutions", s.assignment, s.assignment + ".ipynb")
     with contextlib.suppress(OSError), open(src, "rb") as f:
@@ -130,23 +142,33 @@ def _journal_kept(root: str) -> dict[str, tuple[str, Result]]:
 
 def run(root: str, jobs: int = 1, only: list[str] | None = None, opts: Options | None = None,
         results_out: str | None = None, verbose: bool = True, db_url: str | None = None,
-        scheduler: str | None = None, export: list[str] | tuple = ()) -> dict[str, Result]:
+        scheduler: str | None = None, export: list[str] | tuple = (), students: list[str] | None = None,
+        regrade: bool = False) -> dict[str, Result]:
     """Grade the course at ``root`` from this process (the one writer) on a Dask cluster: a local one
-    of ``jobs`` worker processes, or the one at ``scheduler``; return {"student/assignment": Result}."""
+    of ``jobs`` worker processes, or the one at ``scheduler``; return {"student/assignment": Result} of
+    what this run graded.  Only submissions new or changed since they were graded are graded (``regrade``:
+    all of them); ``students``: only theirs, every one, and nothing else of the course changes."""
     opts = opts or Options()
     root = os.path.realpath(root)
     with course_lock(root, verbose), scratch_folder(root) as scratch:
         try:
-            return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, list(export))
+            return _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, list(export),
+                        students, regrade)
         finally:
             sandbox.remove_idle_cgroups()
 
 
-def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, export) -> dict[str, Result]:
+def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, scheduler, export, students,
+         regrade) -> dict[str, Result]:
     start = time.monotonic()
     assignments = find_assignments(root, only)
     notebooks = {a: a + ".ipynb" for a in assignments}
     subs = find_submissions(root, assignments, notebooks, cap=opts.max_notebook_bytes)
+    if students:
+        unknown = sorted(set(students) - {s.student for s in subs})
+        if unknown and verbose:
+            print(f"no submission of {', '.join(map(record.shown, unknown))} under submitted/: its grades, if any, "
+                  "leave the gradebook", flush=True)
     if not subs and not os.path.exists(os.path.join(root, record.RESULTS_FILE)):
         if verbose:
             print(f"no submissions under {os.path.join(root, 'submitted')}/<student>/<assignment>/: nothing to grade "
@@ -154,36 +176,54 @@ def _run(root, jobs, only, opts, results_out, verbose, db_url, scratch, schedule
         return {}
     with cluster.connect(max(1, min(jobs, len(subs))), scheduler, verbose) as engine:  # starts meanwhile
         return _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine, start,
-                            export)
+                            export, students, regrade)
 
 
 def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, scratch, engine,
-                 start, export) -> dict[str, Result]:
+                 start, export, students=None, regrade=False) -> dict[str, Result]:
     nbgrader_setup()  # after the cluster has started starting: its workers import meanwhile
     master_url = course_db_url(root, db_url)
-    master_db = sqlite_path(master_url)
     with quiet_logs():
         course = prepare(root, assignments, scratch, master_url)
     course.secret = course_secret(root)
-    # A SQLite gradebook is copied into the scratch and replaces the course's in one step at the end
-    # (or when the run is interrupted); a database server is written directly, one transaction per submission.
-    working_url = "sqlite:///" + os.path.join(scratch, "prep", "gradebook.working.db") if master_db else master_url
-    if master_db and os.path.exists(master_db):
-        shutil.copy(master_db, sqlite_path(working_url))
+    # The course's gradebook is written in place, one transaction per submission as it arrives: a formgrader
+    # running beside the grader (which keeps its database connection open) sees every grade, and the scores
+    # and comments its graders set are never replaced by an older copy.
+    working_url = master_url
+    stored_before = record.load_results(root)
+    everyone = subs
+    if students:
+        subs = [s for s in subs if s.student in students]
     n = len(subs)
     done: dict[str, Result] = {}
     code = _code_digest(PACKAGES) + json.dumps({k: v for k, v in asdict(opts).items()  # what grades depend on
                                                 if not k.startswith("similarity")}, sort_keys=True)
     digests = {(s.student, s.assignment): _digest(s, root, code) for s in subs}
+    by_key = {(s.student, s.assignment): s for s in subs}
     kept = _journal_kept(root)
+    if not regrade and not students:  # what was graded and has not changed since is not graded again
+        unchanged = [s for s in subs if (old := stored_before.get(f"{s.student}/{s.assignment}")) is not None
+                     and old.status != "ungradable" and old.digest == digests[(s.student, s.assignment)]]
+        if unchanged and verbose:
+            print(f"{len(unchanged)} submission(s) unchanged since graded: kept (make grade ARGS=--regrade grades "
+                  "them again)", flush=True)
+        subs = [s for s in subs if s not in unchanged]
+        n = len(subs)
     journal = open(os.path.join(state_dir(root), JOURNAL), "a", encoding="utf-8")  # noqa: SIM115
 
     def report(r: Result, fresh: bool = True) -> None:
+        s = by_key.get((r.student, r.assignment))
+        if fresh and s is not None:  # nbgrader's files of the submission, and what the grade depends on
+            r.timestamp, r.secret = s.timestamp, s.secret
+            r.digest = digests.get((s.student, s.assignment), "")
+            if s.timestamp_note:
+                r.notes = [*r.notes, s.timestamp_note]
         done[r.key] = r
         with quiet_logs():
             record.merge_gradebook(working_url, [r])
         if fresh:
             record.put_feedback(root, r)
+            record.put_autograded(root, r)
             if r.status != "ungradable":  # a grader's failure is graded again by the next run
                 journal.write(json.dumps({"digest": digests.get((r.student, r.assignment), ""),
                                           "result": r.to_dict()}) + "\n")
@@ -227,8 +267,8 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
             r.status = "ungradable"
             report(r.finish())
             continue
-        items.append((s, {"notebook": clean.notebook, "answers": clean.answers, "flags": clean.flags,
-                          "notes": clean.notes}))
+        items.append((s, {"notebook": clean.notebook, "answers": clean.answers, "added": clean.added,
+                          "flags": clean.flags, "notes": clean.notes}))
     if reused and verbose:
         print(f"{reused} submissions graded by the interrupted run are kept (unchanged since); "
               f"{len(items)} to grade", flush=True)
@@ -246,23 +286,31 @@ def _grade_class(root, assignments, subs, opts, results_out, verbose, db_url, sc
             client = engine.client
             workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
             cluster.grade_all(client, course, items, opts, report, failed, ran, stall_seconds=opts.stall_seconds)
+        present = {(s.student, s.assignment) for s in everyone}
+
+        def still_submitted(student: str, a: str) -> bool:  # STUDENT=: the others' grades stay as they are
+            return (student, a) in present or bool(students) and student not in students
+
+        def sync(results: dict[str, Result]) -> None:
+            """The graders' scores and comments, lateness and the late policy, gone submissions removed."""
+            cfg = nbgrader_config(root, master_url)
+            with quiet_logs():
+                record.sync_gradebook(working_url, results, assignments, still_submitted,
+                                      penalty_function(cfg), read_extensions(root))
+
+        stored = record.merge(root, done, assignments, still_submitted, sync=sync)
     finally:
         journal.close()
-        if master_db:  # what has been graded is kept, even when the run was interrupted
-            shutil.copy(sqlite_path(working_url), master_db + ".tmp")
-            os.replace(master_db + ".tmp", master_db)
     if results_out:
         record.write_atomic(results_out, json.dumps({"assignments": assignments,
                                                      "results": {k: r.to_dict() for k, r in done.items()}},
                                                     sort_keys=True))
-    present = {(s.student, s.assignment) for s in subs}
-    stored = record.merge(root, done, assignments, lambda st, a: (st, a) in present)
-    _similar_pairs(root, subs, course, answers, opts, verbose)
+    _similar_pairs(root, everyone, course, answers, opts, verbose)
     seconds = time.monotonic() - start
     classreport.write(root, stored, {"finished": time.time(), "seconds": round(seconds, 1), "workers": workers,
                                      "graded": len(done), "sandbox": opts.sandbox})
     if export:
-        lms.export(root, export, stored)
+        lms.export(root, export, stored, {k: v for k, v in course_settings(root).items() if k in lms.SETTINGS})
     # Everything graded is in the course's files now; an interrupted run's results of assignments
     # not graded this time stay in the journal for the run that grades them.
     left = [json.dumps({"digest": d, "result": r.to_dict()})
