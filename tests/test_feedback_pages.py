@@ -127,6 +127,21 @@ def test_the_feedback_opens_with_the_mistake_its_hint_and_the_section():
     assert "3 / 3" in second and "full marks" in second and "http" not in second
 
 
+def test_a_written_answer_is_waiting_for_a_grader_not_a_failed_test():
+    """A cell graded by hand reads "not graded yet" until a grader scores it, then its score; never "the notebook's
+    test failed" and never a lost task."""
+    kw = dict(tasks=["output_for_query_test", "written_answer"], max={"output_for_query_test": 3.0, "written_answer": 2.0},
+              scores={"output_for_query_test": 3.0, "written_answer": 0.0}, auto={"output_for_query_test": 3.0},
+              manual_tasks=["written_answer"], total=3.0, max_total=5.0)
+    waiting = next_steps.next_steps_cell(_result(**kw)).source
+    line = next(ln for ln in waiting.splitlines() if ln.startswith("2. "))
+    assert "not graded yet" in line and "failed" not in line and "0 / 2" not in line
+    assert "Every task has full marks" not in waiting
+    kw["manual"], kw["scores"] = {"written_answer": 1.0}, {"output_for_query_test": 3.0, "written_answer": 1.0}
+    graded = next_steps.next_steps_cell(_result(**kw)).source
+    assert "1 / 2, graded by hand" in next(ln for ln in graded.splitlines() if ln.startswith("2. "))
+
+
 def test_student_text_in_the_next_steps_is_escaped():
     r = _result(mistakes={"attention_scores_for_query_test": {"name": "error",
                                                    "message": "raised <img src=x onerror=alert(1)> [x](javascript:1)"}})

@@ -141,12 +141,20 @@ def next_steps_cell(r: Result) -> nbformat.NotebookNode:
         lines.append("This notebook could not be graded: " + md_text("; ".join(r.reason) or "see the notes below")
                      + ". Hand it in again after fixing that.")
         return nbformat.v4.new_markdown_cell("\n".join(lines))
-    lost = [gid for gid in r.tasks if r.scores.get(gid, 0.0) < r.max.get(gid, 0.0) - 1e-9]
-    if not lost:
+    waiting = set(r.needs_manual)  # graded by hand, not graded yet: neither lost nor full marks
+    lost = [gid for gid in r.tasks if gid not in waiting and r.scores.get(gid, 0.0) < r.max.get(gid, 0.0) - 1e-9]
+    if not lost and not waiting:
         lines.append(f"Every task has full marks ({points(r.total)} / {points(r.max_total)}). Nothing to redo.")
     for k, gid in enumerate(r.tasks, 1):
         func = _func(gid)
         score = f"{points(r.scores.get(gid, 0.0))} / {points(r.max.get(gid, 0.0))}"
+        if gid in waiting:
+            lines.append(f"{k}. **{md_text(func)}**: graded by hand ({points(r.max.get(gid, 0.0))} points): "
+                         "not graded yet.")
+            continue
+        if gid in r.manual_tasks and gid in r.manual:
+            lines.append(f"{k}. **{md_text(func)}**: {score}, graded by hand.")
+            continue
         if gid not in lost:
             lines.append(f"{k}. **{md_text(func)}**: {score}, full marks.")
             continue
