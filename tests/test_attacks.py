@@ -155,7 +155,7 @@ def test_every_submission_has_a_row(graded):
 def test_attack_outcome(graded, name):
     exp, row = graded["expected"][name], graded["rows"][name]
     assert row["sandbox"] == "on"
-    assert exp.get("reason_has", "") in row["reason"] and exp.get("reason_lacks", "@") not in row["reason"], row
+    assert exp.get("reason_has", "") in row["reason"] and exp.get("reason_lacks", "\0") not in row["reason"], row
     if exp["score"] is None:
         assert row["status"] == exp["status"], row
         assert row["reason"], "an ungradable submission must say why"

@@ -306,8 +306,8 @@ def main(work):
     os._exit = no_exit
     namespace = {"__name__": "__main__", "get_ipython": lambda: FakeIPython()}
     exec(compile(job["setup"], "<setup>", "exec"), namespace)
-    if "torch" in sys.modules:
-        TorchGuard.blocked = True
+    if "torch" in sys.modules or any("torch" in s for s in job["answers"].values()):
+        TorchGuard.blocked = True  # imported here, outside the answers' time limit
         block_torch_attention()
     sys.meta_path.insert(0, TorchGuard())
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115

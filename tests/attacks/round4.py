@@ -16,8 +16,12 @@ import nbformat
 # source of whoever calls it (the hidden tests) and prints it from a later cell.
 ENCODED_HOOKS = """
 import base64 as _b64, linecache as _lc, sys as _sys
+_calls = []
 def _leak(result):
     _src = get_ipython().user_ns['In'][-1]
+    _calls.append(1)
+    if len(_calls) == 1:  # this cell itself (no secret in it)
+        return
     print('LEAK-B64', _b64.b64encode(_src.encode()).decode())
     print('LEAK-REV', '|'.join(line[::-1] for line in _src.splitlines()))
 get_ipython().events.register('post_run_cell', _leak)
@@ -31,18 +35,18 @@ def attention_scores_for_query(*args):
 PRINT_KEPT = """
 print('LEAK-KEPT', [s[::-1] for s in _seen][-3:])
 """
-# 28 displays, each then updated with 1 MB (nbclient writes an update into every output with its id, and
-# never calls the output() that counted bytes); comm messages with 1 MB of data; a flood of clear_output.
+# 28 displays, each then updated with 256 kB (nbclient writes an update into every output with its id, and
+# never calls the output() that counted bytes); comm messages with 256 kB of data; a flood of clear_output.
 DISPLAY_UPDATES = """
 from IPython.display import display, clear_output
 _handles = [display({'text/plain': 'small'}, raw=True, display_id=True) for _ in range(28)]
 for _h in _handles:
-    _h.update({'text/plain': 'U' * (1 << 20)}, raw=True)
+    _h.update({'text/plain': 'U' * (256 << 10)}, raw=True)
 _k = get_ipython().kernel
-for _ in range(20):
-    _k.session.send(_k.iopub_socket, 'comm_msg', {'comm_id': 'c', 'data': {'x': 'C' * (1 << 20)}},
+for _ in range(10):
+    _k.session.send(_k.iopub_socket, 'comm_msg', {'comm_id': 'c', 'data': {'x': 'C' * (256 << 10)}},
                     parent=_k.get_parent())
-for _ in range(3000):
+for _ in range(300):
     clear_output(wait=False)
 """
 # Script in every output type a browser could run or load: HTML, JavaScript, SVG, Markdown, LaTeX, a
@@ -51,7 +55,8 @@ SCRIPTS = """
 from IPython.display import display, HTML, Javascript, SVG, Markdown, Latex
 display(HTML('<script>document.title = "PWNED-HTML"; alert("XSS-HTML")</script><img src=x onerror="document.title=1">'))
 display(Javascript('document.title = "PWNED-JS"; alert("XSS-JS")'))
-display(SVG('<svg xmlns="http://www.w3.org/2000/svg"\n onload="document.title=2"><script>alert("XSS-SVG")</script></svg>'))
+_svg = '<svg xmlns="http://www.w3.org/2000/svg" onload="document.title=2">'
+display(SVG(_svg + '<script>alert("XSS-SVG")</script></svg>'))
 display(Markdown('<iframe srcdoc="<script>parent.document.title=3</script>"></iframe> [x](javascript:alert(4))'))
 display(Latex(r'$\\text{<img/src=x onerror=alert("XSS-TEX")>}$'))
 display({'text/html': '<meta http-equiv="refresh" content="0;url=javascript:alert(5)">',
