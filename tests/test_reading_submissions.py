@@ -34,18 +34,16 @@ def _bulk_cases() -> dict[str, str]:
                                                + '", ' + text[text.rindex(top_meta) + len(top_meta):],
         "nested 20 million deep": text.replace(cell_meta, '"metadata": {"d": ' + "[" * (SIZE // 2) + "]" * (SIZE // 2)
                                                + ", ", 1),
-        "nested inside outputs": text.replace('"outputs": [', '"outputs": [' + "[" * (SIZE // 2) + "]" * (SIZE // 2)
-                                              + ", ", 1),
-        "outputs of 40 MB": text.replace('"outputs": [', '"outputs": [{"output_type": "stream", "name": "stdout", '
-                                         '"text": "' + "z" * SIZE + '"}, ', 1),
+        "nested inside outputs": text.replace('"outputs": []', '"outputs": [' + "[" * (SIZE // 2) + "]" * (SIZE // 2)
+                                              + "]", 1),
+        "outputs of 40 MB": text.replace('"outputs": []', '"outputs": [{"output_type": "stream", "name": "stdout", '
+                                         '"text": "' + "z" * SIZE + '"}]', 1),
     }
     v3 = nbformat.v3.new_notebook(worksheets=[nbformat.v3.new_worksheet(cells=[nbformat.v3.new_code_cell(
         input="print(1)", outputs=[nbformat.v3.new_output("stream", output_text="w" * (SIZE // 8))])] * 8)])
     out["nbformat 3 with outputs"] = nbformat.v3.writes_json(v3)
     sources = json.loads(text)  # honest sources totalling 40 MB (each cell under the 4 MB limit)
-    filler = [c for c in sources["cells"] if c["cell_type"] == "markdown"]
-    for c in filler:
-        c["source"] = "a" * (SIZE // len(filler))
+    sources["cells"] += [nbformat.v4.new_markdown_cell("a" * (2 * MB)) for _ in range(SIZE // (2 * MB))]
     out["40 MB of sources"] = json.dumps(sources)
     return out
 
@@ -75,7 +73,7 @@ def test_reading_any_submission_takes_at_most_four_times_its_size(tmp_path, case
     elif "nbformat 3" in case:
         assert "nbformat 3" in got.get("refused", "") and "save it again" in got["refused"], got
     else:  # read: the bulk is gone, the sources and nbgrader's metadata are kept
-        assert got["cells"] == len(json.load(open(HONEST))["cells"]) and got["outputs"] == 0, got
+        assert got["cells"] >= len(json.load(open(HONEST))["cells"]) and got["outputs"] == 0, got
         assert got["meta"] == ["kernelspec", "language_info"] and set(got["cell_meta"]) <= {"nbgrader"}, got
 
 

@@ -168,10 +168,15 @@ class TorchGuard:
         real = spec.loader.exec_module
 
         def exec_module(module):
-            real(module)
-            if not TorchGuard.blocked:
-                TorchGuard.blocked = True
-                block_torch_attention()
+            left = signal.alarm(0)  # loading PyTorch (seconds on a busy machine) is not the answer's time
+            try:
+                real(module)
+                if not TorchGuard.blocked:
+                    TorchGuard.blocked = True
+                    block_torch_attention()
+            finally:
+                if left:
+                    signal.alarm(left)
         spec.loader.exec_module = exec_module
         return spec
 

@@ -75,7 +75,7 @@ class _Builder:
             self._put(value)
 
 
-def kept_notebook(f, *, chunk: int = 4 << 20) -> bytes:
+def kept_notebook(f, *, chunk: int = 256 << 10) -> bytes:
     """The JSON of the notebook in the binary file ``f`` reduced to what grading reads (module docstring)."""
     import ijson
 
