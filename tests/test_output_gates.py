@@ -78,8 +78,8 @@ def _graded_notebook(hook_text: str):
                  nbformat.v4.new_output("error", ename="AssertionError", evalue=hook_text, traceback=[hook_text])]),
              nbformat.v4.new_code_cell("print(kept)", metadata={"nbgrader": {**nbg, "grade_id": "g_answer"}},
                                        outputs=[nbformat.v4.new_output("stream", name="stdout", text=hook_text)])]
-    return nbformat.v4.new_notebook(cells=cells, metadata={"widgets": {"state": "<script>alert(1)</script>"},
-                                                           "kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    meta = {"widgets": {"state": "<script>alert(1)</script>"}, "kernelspec": {"name": "py", "display_name": "Py"}}
+    return nbformat.v4.new_notebook(cells=cells, metadata=meta)
 
 
 def test_nothing_printed_with_or_after_hidden_tests_is_shown_in_any_encoding():
