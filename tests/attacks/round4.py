@@ -50,7 +50,7 @@ for _ in range(300):
     clear_output(wait=False)
 """
 # Script in every output type a browser could run or load: HTML, JavaScript, SVG, Markdown, LaTeX, a
-# widget view, an iframe, a javascript: link, an event handler, a <meta> refresh.
+# widget view and a widget's state, an iframe, a javascript: link, an event handler, a <meta> refresh.
 SCRIPTS = """
 from IPython.display import display, HTML, Javascript, SVG, Markdown, Latex
 display(HTML('<script>document.title = "PWNED-HTML"; alert("XSS-HTML")</script><img src=x onerror="document.title=1">'))
@@ -62,6 +62,10 @@ display(Latex(r'$\\text{<img/src=x onerror=alert("XSS-TEX")>}$'))
 display({'text/html': '<meta http-equiv="refresh" content="0;url=javascript:alert(5)">',
          'application/vnd.jupyter.widget-view+json': {'model_id': '"><script>alert(6)</script>'},
          'text/plain': 'x'}, raw=True)
+_k = get_ipython().kernel  # a widget's state, which nbclient keeps in the notebook's metadata
+_k.session.send(_k.iopub_socket, 'comm_open', {'comm_id': 'w1', 'target_name': 'jupyter.widget', 'data': {
+    'state': {'_model_name': 'X', 'v': '</script><script>document.title = "PWNED-W"</script>'}, 'buffer_paths': []}},
+    parent=_k.get_parent())
 """
 # PyTorch's attention reached without the word in the source: the name built at run time, the module
 # fetched by importlib.
