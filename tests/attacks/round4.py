@@ -64,7 +64,8 @@ display({'text/html': '<meta http-equiv="refresh" content="0;url=javascript:aler
          'text/plain': 'x'}, raw=True)
 _k = get_ipython().kernel  # a widget's state, which nbclient keeps in the notebook's metadata
 _k.session.send(_k.iopub_socket, 'comm_open', {'comm_id': 'w1', 'target_name': 'jupyter.widget', 'data': {
-    'state': {'_model_name': 'X', 'v': '</script><script>document.title = "PWNED-W"</script>'}, 'buffer_paths': []}},
+    'state': {'_model_name': 'X', '_model_module': 'x',
+              'v': '</script><script>document.title = "PWNED-W"</script>'}, 'buffer_paths': []}},
     parent=_k.get_parent())
 """
 # PyTorch's attention reached without the word in the source: the name built at run time, the module
