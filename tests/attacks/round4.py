@@ -35,18 +35,18 @@ def attention_scores_for_query(*args):
 PRINT_KEPT = """
 print('LEAK-KEPT', [s[::-1] for s in _seen][-3:])
 """
-# 28 displays, each then updated with 256 kB (nbclient writes an update into every output with its id, and
-# never calls the output() that counted bytes); comm messages with 256 kB of data; a flood of clear_output.
+# 28 displays, each then updated with 128 kB (3.6 MB in all, over the 2 MB cap) (nbclient writes an update into every output with its id, and
+# never calls the output() that counted bytes); comm messages with 128 kB of data; a flood of clear_output.
 DISPLAY_UPDATES = """
 from IPython.display import display, clear_output
 _handles = [display({'text/plain': 'small'}, raw=True, display_id=True) for _ in range(28)]
 for _h in _handles:
-    _h.update({'text/plain': 'U' * (256 << 10)}, raw=True)
+    _h.update({'text/plain': 'U' * (128 << 10)}, raw=True)
 _k = get_ipython().kernel
-for _ in range(10):
-    _k.session.send(_k.iopub_socket, 'comm_msg', {'comm_id': 'c', 'data': {'x': 'C' * (256 << 10)}},
+for _ in range(5):
+    _k.session.send(_k.iopub_socket, 'comm_msg', {'comm_id': 'c', 'data': {'x': 'C' * (128 << 10)}},
                     parent=_k.get_parent())
-for _ in range(300):
+for _ in range(100):
     clear_output(wait=False)
 """
 # Script in every output type a browser could run or load: HTML, JavaScript, SVG, Markdown, LaTeX, a
