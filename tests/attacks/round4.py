@@ -35,7 +35,7 @@ def attention_scores_for_query(*args):
 PRINT_KEPT = """
 print('LEAK-KEPT', [s[::-1] for s in _seen][-3:])
 """
-# 28 displays, each then updated with 128 kB (3.6 MB in all, over the 2 MB cap) (nbclient writes an update into every output with its id, and
+# 28 displays, each then updated with 128 kB (3.6 MB in all, over the 2 MB cap; nbclient applies an update and
 # never calls the output() that counted bytes); comm messages with 128 kB of data; a flood of clear_output.
 DISPLAY_UPDATES = """
 from IPython.display import display, clear_output
