@@ -1,10 +1,7 @@
-"""The attack catalogue (tests/attacks/), graded by the real `make grade` path in one class.
-
-Each folder of tests/attacks/ is one submission with its expected outcome in expected.json (regenerate with
-tests/attacks/make_attacks.py); those that cannot live in git (links, a FIFO, hostile names) are made here.  All
-are graded together with honest and blank classmates (JOBS=2, short timeouts); then: every classmate's grade is
-exactly right, no file outside the grader's outputs changed, nothing is left running or on disk.  Further tests:
-a resubmission, two runs at once, and a grader killed mid-run and run again."""
+"""The attack catalogue (tests/attacks/, one submission a folder, outcomes in expected.json from make_attacks.py;
+links, a FIFO, hostile names and round4.py's 17 MB files are made here), graded by the real `make grade` path in one
+class with honest and blank classmates (JOBS=2, short timeouts): every grade exactly right, no file outside the
+grader's outputs changed, nothing left running or on disk; also a resubmission, two runs at once, a killed grader."""
 
 import csv
 import glob
@@ -24,6 +21,9 @@ from attn_grader.run.autograde import Options, grade
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKS = os.path.join(HERE, "attacks")
+sys.path.insert(0, ATTACKS)  # its own modules (round4.py: issue 40's files that cannot live in git)
+from round4 import LARGE, large_files  # noqa: E402
+
 REPO = os.path.dirname(HERE)
 A = "ps04_step_by_step"
 VENV = sys.prefix
@@ -127,6 +127,7 @@ def graded(tmp_path_factory):
     many["cells"] += [{"cell_type": "code", "source": "", "metadata": {"nbgrader": {"grade_id": f"u{i}"}},
                        "outputs": [], "execution_count": None} for i in range(40_000)]
     open(os.path.join(_submit(root, "c06_many_cells", None), A + ".ipynb"), "w").write(json.dumps(many))  # noqa: SIM115
+    expected.update(large_files(root, lambda student: _submit(root, student, None), HONEST))  # issue 40's
     os.environ[SECRET_ENV] = SECRET_VALUE  # in the grader's environment: never in a sandbox's (d04)
     for name in HOSTILE_NAMES:
         _submit(root, name, HONEST)
@@ -149,10 +150,11 @@ def test_every_submission_has_a_row(graded):
     assert sorted(graded["rows"]) == sorted(names)
 
 
-@pytest.mark.parametrize("name", sorted(json.load(open(os.path.join(ATTACKS, "expected.json")))))
+@pytest.mark.parametrize("name", sorted(json.load(open(os.path.join(ATTACKS, "expected.json")))) + LARGE)
 def test_attack_outcome(graded, name):
     exp, row = graded["expected"][name], graded["rows"][name]
     assert row["sandbox"] == "on"
+    assert exp.get("reason_has", "") in row["reason"] and exp.get("reason_lacks", "\0") not in row["reason"], row
     if exp["score"] is None:
         assert row["status"] == exp["status"], row
         assert row["reason"], "an ungradable submission must say why"
@@ -165,6 +167,8 @@ def test_attack_outcome(graded, name):
                        glob.glob(os.path.join(graded["root"], "feedback", name, "**", "*.html"), recursive=True))
     for text in exp.get("feedback_has", []):  # the graded feedback's own words
         assert text in feedback, text
+    assert [t for t in exp.get("feedback_lacks", []) if t in feedback] == [] and \
+        len(feedback) < exp.get("feedback_under", 1 << 40), len(feedback)
     if exp.get("no_leak"):  # what the kernel printed reaches the feedback: no instructor's or classmate's file
         assert feedback, "no feedback written"
         secret = open(os.path.join(graded["root"], ".grader", "secret")).read().strip()
@@ -174,7 +178,7 @@ def test_attack_outcome(graded, name):
     if exp.get("no_env"):  # the kernel printed every environment it could read: none is the grader's
         assert "/proc/1/environ" in feedback and SECRET_VALUE not in feedback and "hunter2" not in feedback
     if exp.get("no_hidden"):  # a hook printed each executed cell: no line of the hidden tests shows
-        assert feedback and "[grader: a line of the hidden tests, not shown]" in feedback
+        assert feedback and "[grader: the output of the hidden tests is not shown" in feedback
         assert f'check("{A}"' not in feedback and "check(&quot;" not in feedback and "HIDDEN TESTS" not in feedback
     if exp.get("no_script"):  # script from the kernel is inert: no live element carries it
         from bs4 import BeautifulSoup
@@ -216,12 +220,6 @@ def test_hostile_folder_names_cost_nobody_a_grade(graded):
     page = open(os.path.join(graded["root"], "class_report.html")).read()
     assert "<img src=x" not in page and "<script" not in page.lower()  # no student text unescaped there either
     assert os.path.isfile(os.path.join(graded["root"], "feedback", "new\nline", A, A + ".html"))
-
-
-def test_classmates_grades_exact(graded):
-    rows = graded["rows"]
-    assert float(rows["a00_honest_prints_warns"]["total"]) == 10, rows["a00_honest_prints_warns"]
-    assert rows["a00_honest_prints_warns"]["status"] == "ok"
 
 
 def test_no_file_outside_the_outputs_changed(graded):
@@ -390,11 +388,12 @@ def test_no_script_of_a_student_runs_in_the_feedback_page(graded, tmp_path):
     (control := tmp_path / "control.html").write_text("<img src=x onerror=\"alert('control')\">")
     pages = [str(control)] + [p for n, exp in graded["expected"].items() if exp.get("no_script") for p in
                               glob.glob(os.path.join(graded["root"], "feedback", n, "**", "*.html"), recursive=True)]
-    dialogs = []
+    dialogs, titles = [], []
     with chromium() as browser:
         page = offline_page(browser)
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         for path in pages:
             page.goto("file://" + path)
             page.wait_for_timeout(500)
-    assert len(pages) > 2 and dialogs == ["control"]
+            titles.append(page.title())  # student JavaScript sets document.title (e05): never run
+    assert len(pages) > 2 and dialogs == ["control"] and not [t for t in titles if "PWNED" in t or t in ("1", "2", "3")]

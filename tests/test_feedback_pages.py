@@ -39,9 +39,15 @@ def test_a_formula_becomes_mathml_and_bad_tex_shows_as_code():
     out = feedback_page.mathml(r"q^j = W^q a^j")
     assert out.startswith("<math") and 'display="inline"' in out and "<msup>" in out and "$" not in out
     assert 'display="block"' in feedback_page.mathml(r"\alpha'_{i,j}", display=True)
-    # a link inside a formula (latex2mathml writes \href as an href attribute) is not written
+    # a link inside a formula (latex2mathml writes \href as an href attribute) is not written, nor markup that
+    # latex2mathml copies from \text{} (issue 40): the writer's output keeps MathML elements and attributes only
+    for tex in (r"\text{<img/src=x onerror=alert(1)>}", r"\text{</math><script>alert(1)</script>}",
+                r"\text{<svg onload=alert(1)>} + \mathrm{<a href=javascript:alert(1)>y</a>}"):
+        out = feedback_page.mathml(tex)
+        assert not set(re.findall(r"<([a-zA-Z]+)", out)) - feedback_page.MATHML_TAGS, out
+        assert not re.search(r"\son\w+=|href|script", out), out
     linked = feedback_page.mathml(r"\href{javascript:alert(1)}{x}")
-    assert linked.startswith('<code class="tex">') and "<math" not in linked
+    assert "href" not in linked and "javascript" not in linked and "<mi>x</mi>" in linked
     assert feedback_page.mathml("x^2" * 5000).startswith('<code class="tex">')  # too long to convert
     assert "<b>" not in feedback_page.mathml("<b>x</b>")  # text is escaped, whatever the converter makes of it
 

@@ -8,7 +8,8 @@ This file is bound read-only *alone* into the sandbox: neither ``attn_ref`` nor 
 outside).  It uses the standard library, NumPy and, when an answer does, PyTorch.
 
 PyTorch's own attention is blocked at the dispatcher: every ATen attention operator gets a kernel that
-raises, registered before any student code runs, for every backend, so ``torch.ops.aten...`` and
+raises, registered when PyTorch loads (:class:`TorchGuard`: by what is imported, not by how an answer
+spells it) before any student code gets the module, for every backend, so ``torch.ops.aten...`` and
 ``F.scaled_dot_product_attention`` fail alike.  ``nn.MultiheadAttention`` and
 ``F.multi_head_attention_forward`` (whose slow path is plain matrix products) are blocked by name, a
 second layer.  Each blocked call is noted in the index, and the grader flags it.  That is the policy the
@@ -235,6 +236,50 @@ class JobUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+class TorchGuard:
+    """A finder first on ``sys.meta_path``: whoever imports PyTorch, however the name is spelled
+    (``__import__("to" + "rch")``, importlib, a module of the answer's that imports it), its attention is
+    blocked the moment torch has loaded, before the importer gets it.  An answer that takes the finder out
+    of ``sys.meta_path`` first is still seen: PyTorch's library mapped into the process without the block
+    (:func:`torch_unblocked`) voids every result of the run."""
+
+    blocked = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch" or TorchGuard.blocked:
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        real = spec.loader.exec_module
+
+        def exec_module(module):
+            left = signal.alarm(0)  # loading PyTorch (seconds on a busy machine) is not the answer's time
+            try:
+                real(module)
+                if not TorchGuard.blocked:
+                    TorchGuard.blocked = True
+                    block_torch_attention()
+            finally:
+                if left:
+                    signal.alarm(left)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def torch_unblocked() -> bool:
+    """PyTorch's library is in this process and its attention was never blocked (the guard bypassed)."""
+    if TorchGuard.blocked:
+        return False
+    try:
+        with open("/proc/self/maps") as f:
+            return "libtorch" in f.read()
+    except OSError:
+        return "torch" in sys.modules
+
+
 def block_torch_attention():
     import ctypes
 
@@ -367,7 +412,9 @@ def main(work):
     namespace = {"__name__": "__main__", "get_ipython": lambda: FakeIPython()}
     exec(compile(job["setup"], "<setup>", "exec"), namespace)
     if "torch" in sys.modules or any("torch" in s for s in job["answers"].values()):
+        TorchGuard.blocked = True  # imported here, outside the answers' time limit
         block_torch_attention()
+    sys.meta_path.insert(0, TorchGuard())
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     signal.signal(signal.SIGALRM, on_alarm)
     # Each task is called as it stood when its own test ran in the notebook: right after its answer
@@ -391,6 +438,11 @@ def main(work):
         if task["func_name"] not in index["tasks"]:
             run_task(ti, task, namespace, job, out_dir, index)
             write_index()
+    if torch_unblocked():  # the guard was taken away before PyTorch was imported: no result counts
+        blocked_calls.append("PyTorch imported past the grader's guard")
+        for entry in index["tasks"].values():
+            for i, _ in enumerate(entry.get("results", [])):
+                entry["results"][i] = {"error": "PyTorch imported past the grader's guard"}
     index["blocked"] = sorted(set(blocked_calls))
     index["done"] = True
     write_index()

@@ -192,24 +192,51 @@ class ContainedExecute(Execute):
                 except (ProcessLookupError, PermissionError):
                     pass
 
-    def output(self, outs, msg, display_id, cell_index):
+    #: what a message costs at least (a flood of empty ``clear_output`` messages is still a flood)
+    MESSAGE_COST = 200
+    #: messages that carry no output of the student's (the kernel's state, the echo of the cell sent)
+    NOT_OUTPUT = frozenset({"status", "execute_input", "execute_reply", "shutdown_reply"})
+
+    def _message_cost(self, msg) -> int:
+        """Bytes a message adds to the notebook: its content and binary buffers, times the outputs a
+        display-id update writes it into (nbclient copies an update into every output with that id)."""
         content = msg.get("content", {})
         try:
-            size = len(json.dumps(content))
-        except (TypeError, ValueError):
-            size = 0
-        self._output_bytes = getattr(self, "_output_bytes", 0) + size
+            size = len(json.dumps(content, default=str))
+        except (TypeError, ValueError, RecursionError):
+            size = self.kill_output_bytes
+        size += sum(len(b) for b in msg.get("buffers") or [] if isinstance(b, (bytes, bytearray, memoryview)))
+        transient = content.get("transient") if isinstance(content, dict) else None
+        display_id = transient.get("display_id") if isinstance(transient, dict) else None
+        if display_id:
+            targets = sum(len(v) for v in self._display_id_map.get(display_id, {}).values())
+            size *= max(1, targets + (msg.get("msg_type") != "update_display_data"))
+        return size + self.MESSAGE_COST
+
+    def process_message(self, msg, cell, cell_index):
+        """Every iopub message that can carry output (a stream, a display and its updates, a result, an
+        error, a comm's data, ``clear_output``) counts against the caps here, before nbclient applies it
+        (it applies display-id updates and comm messages without calling :meth:`output`)."""
+        kind = msg.get("msg_type") or msg.get("header", {}).get("msg_type", "")
+        if kind in self.NOT_OUTPUT:
+            return super().process_message(msg, cell, cell_index)
+        self._output_bytes = getattr(self, "_output_bytes", 0) + self._message_cost(msg)
         if self._output_bytes > self.kill_output_bytes and not getattr(self, "_killed_for_output", False):
             self._killed_for_output = True
             self._kill_kernel()
         if self._output_bytes > self.max_output_bytes:
             if not getattr(self, "_output_truncated", False):
                 self._output_truncated = True
-                outs.append(NotebookNode(output_type="stream", name="stdout",
-                                         text="\n[grader: output truncated; more than "
-                                              f"{self.max_output_bytes} bytes]\n"))
-            return None
-        return super().output(outs, msg, display_id, cell_index)
+                cell.outputs.append(NotebookNode(output_type="stream", name="stdout",
+                                                 text="\n[grader: output truncated; more than "
+                                                      f"{self.max_output_bytes} bytes]\n"))
+            if kind != "error":
+                return None
+            # An error is kept (nbgrader scores a test cell by it), shortened.
+            content = msg.get("content", {})
+            msg = {**msg, "content": {"ename": str(content.get("ename", "Error"))[:100],
+                                      "evalue": "[grader: output truncated]", "traceback": []}}
+        return super().process_message(msg, cell, cell_index)
 
     def preprocess(self, nb, resources=None, km=None):
         from nbclient.client import NotebookClient

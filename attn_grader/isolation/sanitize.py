@@ -227,6 +227,13 @@ def sanitize(sub, release_notebooks: dict[str, nbformat.NotebookNode]) -> Saniti
         extra.setdefault("file" if kind == "file" else kind, []).append(entry)
     for kind, entries in extra.items():
         flags.append(counted(entries, f"extra {kind}", f"extra {kind}s", "dropped"))
+    shares, outside = list(getattr(sub, "shares", []) or []), int(getattr(sub, "outside", 0) or 0)
+    if shares:  # one file, two students (a hard link): both graded, neither zeroed, a person looks
+        listed = ", ".join(repr(o[:60]) for o in shares[:3]) + (", …" if len(shares) > 3 else "")
+        flags.append(f"shares a file with {listed}: check by hand (the same notebook file, a hard link)")
+    if outside:
+        flags.append(f"the notebook file has {outside} other name(s) outside the submissions (a hard link): "
+                     "check by hand")
     if sub.notebook is None:
         others = [e for e, _ in sub.entries if e.endswith(".ipynb")]
         hint = f" (found {', '.join(repr(o) for o in others)})" if others else ""
@@ -346,3 +353,60 @@ def strip_active_outputs(nb, hidden: list[str] | tuple = ()) -> int:
             rebuilt.append(new)
         cell.outputs = rebuilt
     return changed
+
+
+HIDDEN_OUTPUT = "[grader: the output of the hidden tests is not shown; the grading notes say what they found]"
+AFTER_HIDDEN = ("[grader: not shown: this ran after hidden tests had run, and what code prints then could "
+                "show them]")
+_ERRORS = {"KernelDied", "CellTimeoutError", "DeadKernelError"} | {
+    n for n, v in vars(__import__("builtins")).items() if isinstance(v, type) and issubclass(v, BaseException)}
+
+
+def _is_test(cell) -> bool:
+    nbg = _nbg(cell)
+    return (bool(nbg.get("grade")) and not nbg.get("solution")) or bool(_HIDDEN.search(_source(cell)))
+
+
+def hide_after_hidden_tests(nb) -> int:
+    """Replace what ran while or after hidden tests ran by a fixed line; return how many cells changed.
+
+    A test cell runs its hidden tests in the student's kernel: a hook the student registered (IPython's
+    ``post_run_cell``), or the answer the tests call (``sys._getframe(1)``, ``linecache``), can read them
+    and print them in any encoding, then or in any later cell.  So no text printed from the first test
+    cell on is shown: each such cell's outputs become one line (:data:`HIDDEN_OUTPUT` in a test cell,
+    :data:`AFTER_HIDDEN` elsewhere), saying at most the name of a built-in error it raised.  The score
+    and the mistake's name are in the grading notes."""
+    seen, changed = False, 0
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        test = _is_test(cell)
+        seen = seen or test
+        outs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        if not seen or not outs or _ours(outs):
+            continue
+        names = [str(o.get("ename")) for o in outs if isinstance(o, dict) and o.get("output_type") == "error"]
+        known = next((n for n in names if n in _ERRORS), "an error")
+        text = (HIDDEN_OUTPUT if test else AFTER_HIDDEN) + (f" (it raised {known})" if names else "")
+        from nbformat.v4 import new_output
+
+        cell.outputs = [new_output("stream", name="stdout", text=text + "\n")]
+        changed += 1
+    return changed
+
+
+def _ours(outs) -> bool:
+    return len(outs) == 1 and isinstance(outs[0], dict) and outs[0].get("output_type") == "stream" and \
+        _text(outs[0].get("text")).startswith((HIDDEN_OUTPUT, AFTER_HIDDEN))
+
+
+def feedback_safe(nb) -> None:
+    """The last gate before a feedback page is written (whatever ran before it): every output rebuilt from
+    the allow-list (:func:`strip_active_outputs`), nothing shown that ran with or after hidden tests
+    (:func:`hide_after_hidden_tests`), the hidden tests' source removed, and of the notebook's metadata
+    only the kernel's name and language (a widget state, a title: none reaches the page)."""
+    meta = nb.get("metadata", {})
+    nb["metadata"] = type(meta)({k: meta[k] for k in ("kernelspec", "language_info") if k in meta})
+    strip_active_outputs(nb)
+    hide_after_hidden_tests(nb)
+    clear_hidden_tests(nb)

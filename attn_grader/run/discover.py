@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from ..files.nbstream import kept_notebook
 from ..files.safeio import Refused, list_folder, open_regular, read_regular
 
 IGNORED_STUDENTS = {".ipynb_checkpoints", "__pycache__"}
 NOTEBOOK_CAP = 1 << 30  # bytes of one submitted notebook (``--max-notebook-mb``)
-STREAM_ABOVE = 16 << 20  # a larger notebook is read as a stream, its outputs dropped while reading
 CAP_HINT = "raise the limit with make grade ARGS='--max-notebook-mb N'"
 # What ``nbgrader collect`` leaves beside the notebook (nbgrader.exchange.default.collect): expected, never
 # flagged.  timestamp.txt is the submission's time (read, at most TIMESTAMP_CAP bytes, parsed strictly);
@@ -43,6 +43,11 @@ class Submitted:
     timestamp: str | None = None  # timestamp.txt as UTC "YYYY-MM-DD HH:MM:SS.ffffff" (None: none, or not readable)
     timestamp_note: str | None = None  # why a timestamp.txt present gave no timestamp
     secret: str | None = None  # submission_secret.txt: nbgrader's key of the student's feedback in the exchange
+    inode: tuple[int, int] | None = None  # (st_dev, st_ino) of the notebook read
+    names: int = 1  # its hard links
+    shares: list[str] = field(default_factory=list)  # other students whose notebook is the same file
+    here: int = 1  # names of that file in its own assignment folder
+    outside: int = 0  # names of that file outside every submission (a hard link elsewhere)
 
 
 def parse_timestamp(raw: bytes) -> datetime | None:
@@ -154,12 +159,15 @@ def find_submissions(root: str, assignments: list[str], notebooks: dict[str, str
                 out.append(_read_one(student, a, sfd, notebooks[a], cap))
         finally:
             os.close(sfd)
+    mark_shared(root, out)
     for i, s in enumerate(sorted(out, key=lambda s: (s.assignment, s.student))):
         s.sid = f"s{i + 1:05d}"
     return sorted(out, key=lambda s: (s.student, s.assignment))
 
 
 def _read_one(student: str, a: str, sfd: int, name: str, cap: int) -> Submitted:
+    """One submission, read under a guard: whatever the file holds (nesting, bulk, a parser's
+    RecursionError or MemoryError, anything) costs this submission a reason, never the run."""
     s = Submitted(student, a, "")
     try:
         afd = _open_dir(a, dir_fd=sfd)
@@ -175,66 +183,80 @@ def _read_one(student: str, a: str, sfd: int, name: str, cap: int) -> Submitted:
             _read_secret(s, afd)
         s.entries = [(e, k) for e, k in s.entries if not (e in NBGRADER_FILES and k == "file")]
         if name in kinds:
-            try:
-                s.notebook = read_notebook(name, cap, dir_fd=afd)
-            except FileNotFoundError:
-                s.problem = f"{name} vanished while read"
-            except Refused as why:
-                s.problem = f"{name} is {why} (not read)" if not str(why).startswith(("larger", "unread")) \
-                    else f"{name} is {why}"
+            s.notebook = _read_guarded(s, name, cap, afd)
+    except Exception as exc:  # noqa: BLE001 - the folder changed while read, or anything else: this row only
+        s.notebook, s.problem = None, f"{name} could not be read ({type(exc).__name__})"
     finally:
         os.close(afd)
     return s
 
 
-def read_notebook(name: str, cap: int, *, dir_fd: int | None = None) -> bytes:
-    """A submitted notebook's bytes for grading: the file as it is up to :data:`STREAM_ABOVE` bytes; a
-    larger one (many plots, a long answer) parsed as a stream with every cell's outputs and attachments
-    dropped as they are read (the grader clears outputs anyway), so memory stays near the size of the
-    notebook's sources whatever the file's.  Raises :class:`Refused`: not a regular file, a hard link,
-    larger than ``cap`` (saying how to raise it), not JSON."""
-    fd = open_regular(name, dir_fd=dir_fd, one_name=True)
-    with os.fdopen(fd, "rb") as f:
-        size = os.fstat(fd).st_size
-        if size > cap:
-            raise Refused(f"larger than {cap} bytes ({CAP_HINT})")
-        if size <= STREAM_ABOVE:
-            data = f.read(cap + 1)
-            if len(data) > cap:
-                raise Refused(f"larger than {cap} bytes ({CAP_HINT})")
-            return data
-        return _without_outputs(f, cap)
-
-
-_DROPPED = {"cells.item.outputs", "cells.item.attachments"}
-
-
-def _without_outputs(f, cap: int) -> bytes:
-    import json
-
-    import ijson
-
-    builder = ijson.ObjectBuilder()
-    skipping, depth = None, 0
+def _read_guarded(s: Submitted, name: str, cap: int, afd: int) -> bytes | None:
     try:
-        for prefix, event, value in ijson.parse(_Capped(f, cap), use_float=True, buf_size=4 << 20):
-            if skipping is not None:
-                depth += event in ("start_array", "start_map")
-                depth -= event in ("end_array", "end_map")
-                if depth == 0:
-                    skipping = None
-                continue
-            if prefix in _DROPPED and event in ("start_array", "start_map"):
-                skipping, depth = prefix, 1
-                builder.event(event, None)  # an empty list (or mapping) in its place
-                builder.event("end_array" if event == "start_array" else "end_map", None)
-                continue
-            builder.event(event, value)
-    except Refused:
-        raise
-    except Exception as exc:  # noqa: BLE001 - not JSON: the kind of error, never the text
-        raise Refused(f"unreadable ({type(exc).__name__})") from None
-    return json.dumps(getattr(builder, "value", None)).encode()
+        fd = open_regular(name, dir_fd=afd)
+        st = os.fstat(fd)
+        s.inode, s.names = (st.st_dev, st.st_ino), st.st_nlink
+        if st.st_nlink > 1:  # its names in this folder (a backup.ipynb linked to it is the student's own)
+            s.here = sum(1 for e, k in s.entries[:1000] if k == "file" and _same(e, afd, st))
+        return _read_fd(fd, cap)
+    except FileNotFoundError:
+        s.problem = f"{name} vanished while read"
+    except Refused as why:
+        s.problem = f"{name} is {why}" if str(why).startswith(("larger", "unread", "too large", "nested", "nbformat")) \
+            else f"{name} is {why} (not read)"
+    except (RecursionError, MemoryError, Exception) as exc:  # noqa: BLE001
+        s.problem = f"{name} could not be read ({type(exc).__name__})"
+    return None
+
+
+def _same(entry: str, afd: int, st: os.stat_result) -> bool:
+    try:
+        other = os.stat(entry, dir_fd=afd, follow_symlinks=False)
+    except OSError:
+        return False
+    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+
+
+def read_notebook(name: str, cap: int, *, dir_fd: int | None = None) -> bytes:
+    """A submitted notebook reduced to what grading reads (:func:`attn_grader.files.nbstream.kept_notebook`:
+    sources, cell types, nbgrader's metadata; no outputs, no other metadata), read as a stream so that
+    memory stays near the size of the notebook's sources whatever the file holds.  Raises
+    :class:`Refused`: not a regular file, larger than ``cap`` (saying how to raise it), not JSON, nested
+    deeper than a notebook, nbformat 3, a cell too large."""
+    return _read_fd(open_regular(name, dir_fd=dir_fd), cap)
+
+
+def _read_fd(fd: int, cap: int) -> bytes:
+    with os.fdopen(fd, "rb") as f:
+        if os.fstat(fd).st_size > cap:
+            raise Refused(f"larger than {cap} bytes ({CAP_HINT})")
+        return kept_notebook(_Capped(f, cap))
+
+
+def mark_shared(root: str, subs: list[Submitted]) -> None:
+    """Submissions that are one file (a hard link, the same inode): each is graded and flagged for a look by
+    hand, naming the others; the original is never refused (an attacker who links to a classmate's
+    notebook must not make it ungradable).  A link to the instructor's solution is refused."""
+    solutions = set()
+    for a in {s.assignment for s in subs}:
+        try:
+            st = os.stat(os.path.join(root, "solutions", a, a + ".ipynb"))
+            solutions.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+    groups: dict[tuple, list[Submitted]] = {}
+    for s in subs:
+        if s.inode is not None and s.notebook is not None:
+            groups.setdefault(s.inode, []).append(s)
+    for inode, group in groups.items():
+        if inode in solutions:
+            for s in group:
+                s.notebook, s.problem = None, "a hard link to the instructor's solution notebook (not read)"
+            continue
+        found = sum(s.here for s in group)
+        for s in group:
+            s.shares = sorted({o.student for o in group if o.student != s.student})
+            s.outside = max(0, s.names - found)
 
 
 class _Capped:

@@ -20,6 +20,7 @@ and output areas that scroll but cannot be reached by keyboard.  :class:`Feedbac
 
 from __future__ import annotations
 
+import copy
 import html
 import re
 
@@ -32,24 +33,43 @@ from . import patches
 #: (the run does not import the authoring tools; tests/test_feedback_pages.py holds the two equal)
 MARKER = "\n\n---\n<!-- 中文 -->\n\n"
 
-# A MathML element that could act (a link, a script, an event handler) is not written: the formula is
-# shown as its source instead.  latex2mathml builds its output with ElementTree, which escapes text.
-_ACTIVE = re.compile(r"\shref\s*=|<\s*script|\son[a-z]+\s*=|javascript:", re.IGNORECASE)
+# The writer's output is cleaned with an allow-list of MathML elements and attributes (nh3, Ammonia's
+# parser: what a browser would parse): latex2mathml copies ``\text{...}`` through unescaped, so
+# ``\text{<img/src=x onerror=alert(1)>}`` gave a live <img> (issue 40).  No element outside the list, no
+# attribute outside it (no href, no event handler, no style) survives; text stays text.
+MATHML_TAGS = {"math", "semantics", "annotation", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "mfrac",
+               "msqrt", "mroot", "msub", "msup", "msubsup", "munder", "mover", "munderover", "mmultiscripts",
+               "mprescripts", "none", "mtable", "mtr", "mtd", "mlabeledtr", "mstyle", "mpadded", "mphantom",
+               "menclose", "merror", "mfenced"}
+MATHML_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator", "separators", "lspace",
+                     "rspace", "accent", "accentunder", "linethickness", "columnalign", "rowalign", "rowspacing",
+                     "columnspacing", "columnlines", "rowlines", "frame", "width", "height", "depth",
+                     "displaystyle", "scriptlevel", "minsize", "maxsize", "movablelimits", "symmetric",
+                     "largeop", "form", "notation", "open", "close", "encoding", "align", "columnspan",
+                     "rowspan", "voffset", "xmlns"}
 MAX_TEX = 4000  # characters: far more than any formula of the task texts; a longer one (a student's) stays code
 
 
+def clean_mathml(markup: str) -> str:
+    """``markup`` with only :data:`MATHML_TAGS` and :data:`MATHML_ATTRIBUTES` left (text escaped)."""
+    import nh3
+
+    return nh3.clean(markup, tags=MATHML_TAGS, attributes={t: MATHML_ATTRIBUTES for t in MATHML_TAGS},
+                     url_schemes=set(), link_rel=None, strip_comments=True)
+
+
 def mathml(tex: str, display: bool = False) -> str:
-    """``tex`` (without its ``$`` delimiters) as a MathML ``<math>`` element; TeX the converter cannot
-    read is shown as code, without dollars."""
+    """``tex`` (without its ``$`` delimiters) as a MathML ``<math>`` element, cleaned (:func:`clean_mathml`);
+    TeX the converter cannot read is shown as code, without dollars."""
     from latex2mathml.converter import convert
 
     out = ""
     if len(tex) <= MAX_TEX:
         try:
-            out = convert(tex.strip(), display="block" if display else "inline")
+            out = clean_mathml(convert(tex.strip(), display="block" if display else "inline"))
         except Exception:  # noqa: BLE001 - any TeX (a student's too) must still give a page
             out = ""
-    if not out or _ACTIVE.search(out):
+    if not out.startswith("<math"):
         return f'<code class="tex">{html.escape(tex.strip())}</code>'
     return out
 
@@ -182,5 +202,9 @@ class FeedbackHTML(patches.FeedbackHTML):
         return render(english) + '<hr>\n<div lang="zh-CN">\n' + render(chinese) + "</div>\n"
 
     def from_notebook_node(self, nb, resources=None, **kw):
+        from ..isolation.sanitize import feedback_safe
+
+        nb = copy.deepcopy(nb)
+        feedback_safe(nb)  # the last gate: whatever the grader did before, no live output, no hidden test
         page, resources = super().from_notebook_node(nb, resources, **kw)
         return repair_page(page), resources

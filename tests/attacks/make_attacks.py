@@ -369,7 +369,7 @@ try:  # (the re-check's sandbox has no attn_grader)
 except ImportError:
     pass
 ''' + WRONG_PERMUTED),
-    {"score": 6, "flagged": False, "feedback_has": ["self-check: correct", "re-check: [not_shuffled]"]})
+    {"score": 6, "flagged": False, "feedback_has": ["re-check: [not_shuffled]"]})
 nb = honest()
 for _c in (c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")):
     _c.source = "\n".join(ln for ln in _c.source.splitlines() if "self_check" not in ln)
@@ -380,7 +380,7 @@ attacks["a10b_empty_folder"] = (None, {"score": None, "status": "ungradable"})
 
 if __name__ == "__main__":
     for name in os.listdir(HERE):
-        if name[:1] in "abd" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
+        if name[:1] in "abde" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
             shutil.rmtree(os.path.join(HERE, name))
     expected = {}
     for name, (nb, exp) in attacks.items():

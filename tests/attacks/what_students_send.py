@@ -11,6 +11,8 @@ import json
 
 import nbformat
 
+from round4 import round4
+
 # Run when the harness exits, after it wrote its index (the re-check's process; nothing in the kernel).
 AT_EXIT = """
 import atexit as _atexit, os as _os, sys as _sys
@@ -119,4 +121,5 @@ def what_students_send(honest, after) -> dict:
     # refused on their length by the grader's sockets; that cell's output stops, the kernel is stopped.
     attacks["d08_huge_kernel_messages"] = (after("attention_scores_for_query_answer", HUGE_MESSAGES),
                                            {"score": 0, "flagged": True})
+    attacks.update(round4(honest, after))  # issue 40's
     return attacks
