@@ -24,9 +24,12 @@ self-check says or whether it runs at all.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import dis
 import functools
 import sys
+import types
 import warnings
 from collections.abc import Callable
 
@@ -99,9 +102,85 @@ def fresh_cases(task: Task) -> list[tuple]:
     return fresh
 
 
+OFF_LIMITS = ("attn_ref", "attn_grader")  # absent from the graded re-check's sandbox
+STARTS = ("LOAD_GLOBAL", "LOAD_NAME", "IMPORT_NAME")  # where a dotted name starts
+
+
+def _off_limits(obj) -> str | None:
+    """The dotted name of ``obj`` when it is (part of) the reference or the grader, else None."""
+    name = getattr(obj, "__name__", None) if isinstance(obj, types.ModuleType) else None
+    if name is None:
+        module = getattr(obj, "__module__", None)
+        qualname = getattr(obj, "__qualname__", None) or getattr(type(obj), "__qualname__", "")
+        name = f"{module}.{qualname}" if isinstance(module, str) else None
+    return name if isinstance(name, str) and name.split(".")[0] in OFF_LIMITS else None
+
+
+def uses_reference(fn: Callable) -> str | None:
+    """The name of the first part of ``attn_ref`` or ``attn_grader`` that ``fn`` uses (``attn_ref.recurrent.
+    path_length_table``), or None: the names its code loads (globals, their attributes, imports, defaults),
+    through the functions of the notebook it calls (globals and closures), lambdas and inner functions included."""
+    seen: set[int] = set()
+    home = getattr(fn, "__globals__", None)  # the notebook's namespace: only its own functions are followed
+
+    def named(chain: list[str], imported: bool, scope: dict) -> str | None:
+        if imported:
+            return ".".join(chain) if chain[0].split(".")[0] in OFF_LIMITS else None
+        obj = scope.get(chain[0], getattr(builtins, chain[0], None))
+        if root := _off_limits(obj):
+            return ".".join([root, *chain[1:]])
+        return follow(obj) if len(chain) == 1 else None
+
+    def walk(code: types.CodeType, scope: dict) -> str | None:
+        if id(code) in seen:
+            return None
+        seen.add(id(code))
+        chains, current = [], None  # dotted names loaded: a global or an import, then its attributes
+        for ins in dis.get_instructions(code):
+            if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM") and current is not None:
+                current[0].append(str(ins.argval))
+                continue
+            if current is not None:
+                chains.append(current)
+            current = ([str(ins.argval)], ins.opname == "IMPORT_NAME") if ins.opname in STARTS else None
+        for chain, imp in chains + ([current] if current else []):
+            if found := named(chain, imp, scope):
+                return found
+        consts = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        return next((found for c in consts if (found := walk(c, scope))), None)
+
+    def follow(obj) -> str | None:
+        obj = getattr(obj, "__func__", obj)  # a bound method: its function
+        if not isinstance(obj, types.FunctionType) or obj.__globals__ is not home:
+            return None
+        cells = [cell.cell_contents for cell in obj.__closure__ or () if _filled(cell)]
+        for value in [*cells, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]:
+            if found := _off_limits(value) or follow(value):
+                return found
+        return walk(obj.__code__, obj.__globals__)
+
+    try:
+        return follow(fn)
+    except Exception:  # noqa: BLE001 - an odd object: no finding, the comparison still runs
+        return None
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
 def report(task: Task, fn: Callable, cases: list[tuple] | None = None) -> tuple[Finding | None, str]:
     """(what :func:`attn_grader.checking.core.examine` found, the text the self-check prints) for ``fn`` on ``cases``
-    (default: :func:`fresh_cases`)."""
+    (default: :func:`fresh_cases`).  An answer that uses the reference or the grader is told so, and nothing else:
+    the graded re-check has neither."""
+    if name := uses_reference(fn):
+        return (Finding(f"{task.func_name} calls {name}"),
+                f"self-check: {task.func_name} calls {name}: the graded re-check has no attn_ref, so this answer "
+                "will score 0 — write it yourself")
     cases = fresh_cases(task) if cases is None else cases
     with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stderr(sys.stdout):
         warnings.simplefilter("ignore")

@@ -103,8 +103,6 @@ def test_a_mistake_outside_the_catalogue_gets_what_differs(assignment, capsys):
         if not selfcheck.fresh_cases(task):
             continue  # all its cases are the hidden ones: the self-check says so (above)
         out = _said(capsys, task, _off_by_one_entry(_solution(task)))
-        if task.func_name == "score_memory" and "is right on" in out:
-            continue  # its fresh counts are millions: 7 more is inside the tolerance (rtol 1e-4)
         assert "common mistake [" not in out, out
         assert re.search(r"\d+ of \d+ values differ; first at index \(|: too (large|small)", out), out
         assert "no common mistake of the catalogue matches this" in out
@@ -113,7 +111,10 @@ def test_a_mistake_outside_the_catalogue_gets_what_differs(assignment, capsys):
 def test_a_wrong_shape_or_dtype_is_said_plainly(capsys):
     task = core.get_task("ps05_matrix_form", "attention_matrix")
     assert "expected shape (5, 5), got (5, 4)" in _said(capsys, task, lambda Q, K: np.zeros((Q.shape[1], 4)))
-    assert "expected numbers, got dtype" in _said(capsys, task, lambda Q, K: np.full((Q.shape[1],) * 2, "a"))
+    assert "returns a ndarray; return a NumPy array of shape (5, 5)" in _said(  # issue 41: never an AttributeError
+        capsys, task, lambda Q, K: np.full((Q.shape[1],) * 2, "a"))
+    heads = [np.zeros((5, 1))] * 5  # a list of arrays: compared as the array it makes
+    assert "expected shape (5, 5), got (5, 5, 1)" in _said(capsys, task, lambda Q, K: heads)
 
 
 def test_not_implemented_is_not_attempted_yet(capsys):

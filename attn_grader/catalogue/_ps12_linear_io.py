@@ -125,14 +125,13 @@ _HBM = '''def hbm_bytes(n, d, sram_bytes, elem_bytes):
 HBM_MISTAKES = (
     Mistake("elements_not_bytes", "the counts were returned in numbers (elements), not bytes: multiply by "
             "elem_bytes", edited(_HBM, ("return standard * elem_bytes, flash * elem_bytes", "return standard, flash"))),
-    Mistake("matrix_moved_once", "standard attention's (n, n) matrices were counted once each way (written, not "
-            "read back): the scores are written and read back, and so are the weights, 4 n² numbers in all",
+    Mistake("matrix_moved_once", "standard attention's (n, n) matrices were counted once each way (written, not read "
+            "back): follow each of the two matrices from the step that writes it to the step that reads it",
             edited(_HBM, ("standard = 4 * n * d + 4 * n * n", "standard = 4 * n * d + 2 * n * n"))),
-    Mistake("sram_in_bytes", "the SRAM size in bytes was used as the number of elements it holds: "
-            "M = sram_bytes / elem_bytes numbers, then B_c = ceil(M / 4d)",
+    Mistake("sram_in_bytes", "the SRAM size in bytes was used as the number of elements it holds: turn its bytes into "
+            "numbers before sizing the blocks",
             edited(_HBM, ("M = sram_bytes // elem_bytes", "M = sram_bytes"))),
-    Mistake("blocks_rounded_down", "the number of key blocks was rounded down (n // B_c): a last, shorter block "
-            "is still read, T_c = ceil(n / B_c)",
+    Mistake("blocks_rounded_down", "the number of key blocks was rounded down: a last, shorter block is still read",
             edited(_HBM, ("T_c = math.ceil(n / B_c)", "T_c = max(n // B_c, 1)"))),
     Mistake("queries_read_once", "Q, O, μ and s were counted as read and written once, as if all the keys were "
             "one block: FlashAttention's outer loop runs over the T_c key blocks, and for each it reads every "

@@ -258,8 +258,9 @@ _NEAREST = '''def nearest_other(X):
 '''
 
 NEAREST_MISTAKES = (
-    Mistake("self_included", "the vector itself was not left out: its cosine with itself is 1, the largest, so "
-            "every vector was its own nearest; leave out j = i (set the diagonal to −∞ first)",
+    Mistake("self_included", "the vector itself was not left out: its cosine with itself is 1, the largest, so every "
+            "vector was its own nearest; the task asks for the nearest other vector: leave each vector itself out of "
+            "its own comparison",
             edited(_NEAREST, ("    np.fill_diagonal(S, -np.inf)\n", ""))),
     Mistake("ties_not_detected", "a tie was not reported: argmax returns the first of several equal values (with "
             "one-hot vectors, every other word ties at 0), which names a neighbour the vectors do not give; "

@@ -206,20 +206,22 @@ _REACH = '''def stacked_reach(n, r, L):
 '''
 
 REACH_MISTAKES = (
-    Mistake("one_layer_only", "the reach of one layer (|t − s| ≤ r) was returned whatever L; each stacked layer "
-            "reads r more positions on each side of what the layer below read: |t − s| ≤ L r",
+    Mistake("one_layer_only", "the reach of one layer was returned whatever L; a layer above reads positions that "
+            "themselves read their neighbours in the layer below: follow how far the reach grows with each layer you "
+            "add",
             edited(_REACH, ("<= L * r", "<= r"))),
-    Mistake("window_width_times_layers", "the reach was taken as the window's width times L (|t − s| ≤ (2r + 1) L); "
-            "a window of radius r reaches r positions to each side, and L layers L r",
+    Mistake("window_width_times_layers", "the reach was taken as the window's whole width times L; the width counts "
+            "both sides and the centre, but a distance |t − s| is measured to one side only: count what each layer "
+            "adds on one side",
             edited(_REACH, ("<= L * r", "<= (2 * r + 1) * L"))),
-    Mistake("radius_plus_layers", "the layers were added to the radius (|t − s| ≤ r + L − 1); the reaches "
-            "add up layer by layer: L layers of radius r reach L r",
+    Mistake("radius_plus_layers", "the number of layers was added to the radius, as if each further layer reached one "
+            "position more; each layer widens the reach by its whole radius, not by one: count what L layers add up to",
             edited(_REACH, ("<= L * r", "<= r + L - 1"))),
-    Mistake("reach_to_the_power", "the reach was taken as r to the power L (|t − s| ≤ r ** L), as if each layer "
-            "multiplied the radius; each stacked layer adds r positions on each side: L layers of radius r reach L r",
+    Mistake("reach_to_the_power", "the reach was taken as r to the power L, as if each layer multiplied the radius; a "
+            "layer adds its radius to the reach of the layer below, it does not multiply it",
             edited(_REACH, ("<= L * r", "<= r ** L"))),
-    Mistake("reach_doubled", "the reach was counted on both sides twice (|t − s| ≤ 2 L r); L layers of radius "
-            "r reach L r positions to the left and L r to the right",
+    Mistake("reach_doubled", "the reaches to the left and to the right were added up, so the distance allowed is twice "
+            "too large; the reach is how far each side goes, measured from t",
             edited(_REACH, ("<= L * r", "<= 2 * L * r"))),
 )
 

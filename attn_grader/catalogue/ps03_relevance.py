@@ -251,17 +251,18 @@ _MASKED = '''def masked_weights(scores, length, causal):
 '''
 
 MASKED_MISTAKES = (
-    Mistake("causal_mask_transposed", "the causal mask was transposed: query i attended to the keys j >= i (the "
-            "future); a causal query sees only the keys j <= i, the lower triangle of scores[i, j]",
+    Mistake("causal_mask_transposed", "the causal mask was transposed: each query attended to the keys after it (the "
+            "future) instead of those up to its own position; check which triangle of scores[i, j] holds a query's "
+            "past",
             edited(_MASKED, ("i[None, :] <= i[:, None]", "i[None, :] >= i[:, None]"))),
-    Mistake("self_excluded", "the causal mask also blocked the query's own key (j < i); a position may attend "
-            "to itself: j <= i",
+    Mistake("self_excluded", "the causal mask also blocked the query's own key; a position may attend to itself as "
+            "well as to the earlier ones",
             edited(_MASKED, ("i[None, :] <= i[:, None]", "i[None, :] < i[:, None]"))),
-    Mistake("padded_queries_kept", "only the padded keys were masked; a padded query (a row i >= length) still "
+    Mistake("padded_queries_kept", "only the padded keys were masked; a padded query (a row at or past length) still "
             "got weights, but it attends to nothing: its row is all zeros",
             edited(_MASKED, ("(i[None, :] < length) & (i[:, None] < length)",
                              "(i[None, :] < length) & (i[:, None] >= 0)"))),
-    Mistake("padded_keys_kept", "only the padded queries were blocked; the padded keys (columns j >= length) "
+    Mistake("padded_keys_kept", "only the padded queries were blocked; the padded keys (the columns at or past length) "
             "still got weight from the real queries: mask them too",
             edited(_MASKED, ("(i[None, :] < length) & (i[:, None] < length)",
                              "(i[:, None] < length) & (i[None, :] >= 0)"))),

@@ -199,15 +199,13 @@ _PERMUTED = '''def permuted_outputs(B, perm):
 
 PERMUTED_MISTAKES = (
     Mistake("not_shuffled", "the outputs were returned in their original order, as if shuffling the input changed "
-            "nothing; self-attention ignores the order, so each output moves with its input: column j of the "
-            "result is the output of the shuffled input's column j, the original column perm[j], so B[:, perm]",
+            "nothing; ask what each output depends on, and so where it goes when its input moves",
             edited(_PERMUTED, ("B[:, perm]", "B.copy()"))),
-    Mistake("inverse_permutation", "the outputs were moved with the inverse permutation (column perm[j] of the "
-            "result holds output j); the shuffled input's column j is the original column perm[j], and its output "
-            "is bʲ of that column: B[:, perm]",
+    Mistake("inverse_permutation", "the outputs were moved with the inverse permutation; read again which original "
+            "column the shuffled input's column j is, and which output belongs to it",
             edited(_PERMUTED, ("B[:, perm]", "B[:, np.argsort(perm)]"))),
-    Mistake("rows_shuffled", "the rows of B were shuffled (its d_v features); the outputs are the columns "
-            "b¹ … bⁿ, one per position, so the positions are the columns to move: B[:, perm]",
+    Mistake("rows_shuffled", "the rows of B were shuffled (its d_v features); the outputs b¹ … bⁿ are its columns, one "
+            "per position: a shuffle of the positions moves whole outputs, not features",
             edited(_PERMUTED, ("B[:, perm]", "B[perm]"))),
     Mistake("outputs_averaged", "every output was replaced by the mean of the outputs, as if shuffling mixed them; "
             "each output bⁱ depends on its own query qⁱ and on the set of keys and values, which a shuffle does not "

@@ -205,12 +205,12 @@ _PEAKS = '''def peak_weights(Q, K):
 '''
 
 PEAKS_MISTAKES = (
-    Mistake("softmax_over_queries", "each key's scores were normalised over the queries; query i's weights α′ᵢⱼ "
-            "over the keys j sum to 1 (a column of A = Kᵀ Q), and its largest weight is taken among them",
+    Mistake("softmax_over_queries", "each key's scores were normalised over the queries; query i's weights α′ᵢⱼ over "
+            "the keys j sum to 1 (a column of A, the matrix Kᵀ Q), and its largest weight is taken among them",
             edited(_PEAKS, ("S.max(axis=0, keepdims=True)", "S.max(axis=1, keepdims=True)"),
                    ("e.sum(axis=0, keepdims=True)", "e.sum(axis=1, keepdims=True)"))),
-    Mistake("scaled_by_d", "the scores were divided by d_k instead of sqrt(d_k): their variance then shrinks like "
-            "1/d_k and every query's weights flatten towards 1/n; the Transformer divides by sqrt(d_k)",
+    Mistake("scaled_by_d", "the scores were divided by d_k instead of √d_k: their variance then shrinks like 1/d_k and "
+            "every query's weights flatten towards 1/n; the Transformer divides by √d_k",
             edited(_PEAKS, ("A / np.sqrt(d_k)", "A / d_k"))),
     Mistake("mean_weight_not_largest", "the mean weight was taken instead of the largest: the weights of a query "
             "sum to 1, so their mean is 1/n whatever the scale; the experiment asks for max_j α′ᵢⱼ",

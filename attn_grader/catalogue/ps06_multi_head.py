@@ -348,8 +348,9 @@ ROLES_MISTAKES = (
             "distance is the sum of the absolute differences of all n² entries, so one stray query costs 2, not "
             "the whole verdict",
             edited(_ROLES, ("np.abs(w - m).sum()", "np.abs(w - m).max()"))),
-    Mistake("first_row_empty", "the 'previous token' map left the first query's row empty (np.eye(n, k=-1)); the "
-            "first token has no previous token and puts its weight on itself, so that every row adds up to 1",
+    Mistake("first_row_empty", "the 'previous token' map left the first query's row empty (an identity shifted below "
+            "the diagonal); the first token has no previous token and puts its weight on itself, so that every row "
+            "adds up to 1",
             edited(_ROLES, ("    previous[0, 0] = 1.0\n", ""))),
     Mistake("first_row_wraps", "the 'previous token' map sent the first query to the last token (a rolled "
             "identity); the first token has no previous token and puts its weight on itself",

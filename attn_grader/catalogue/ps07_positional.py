@@ -250,22 +250,22 @@ def _gaps_mistake(body: str) -> str:
 
 
 GAPS_MISTAKES = (
-    Mistake("positions_travel_with_tokens", "the positional vectors were shuffled together with the tokens "
-            "((X + E)[perm]): then every token keeps its own eⁱ and the layer still only permutes; eⁱ belongs to "
-            "the slot i, so the shuffled sequence is X[perm] + E",
+    Mistake("positions_travel_with_tokens", "the positional vectors were shuffled together with the tokens: then every "
+            "token keeps its own eⁱ and the layer still only permutes; ask whether eⁱ belongs to the token or to the "
+            "slot i",
             _gaps_mistake('''    without = np.abs(att(X[perm]) - att(X)[perm]).max()
     with_e = np.abs(att((X + E)[perm]) - att(X + E)[perm]).max()
     return np.array([without, with_e])
 ''')),
     Mistake("compared_unshuffled", "the outputs for the shuffled inputs were compared with the outputs in their "
-            "original order; self-attention is equivariant, not invariant: its outputs are shuffled the same way, "
-            "so compare with self_attention(X, ...)[perm]",
+            "original order; self-attention is equivariant, not invariant: think about where each output of the "
+            "unshuffled sequence goes first",
             _gaps_mistake('''    without = np.abs(att(X[perm]) - att(X)).max()
     with_e = np.abs(att(X[perm] + E) - att(X + E)).max()
     return np.array([without, with_e])
 ''')),
-    Mistake("inverse_permutation", "the outputs were shuffled with the inverse permutation (np.argsort(perm)); "
-            "row r of the shuffled sequence is the old row perm[r], and so is row r of the shuffled outputs",
+    Mistake("inverse_permutation", "the outputs were shuffled with the inverse permutation (np.argsort(perm)); the "
+            "outputs move the way their inputs were moved, not back",
             _gaps_mistake('''    inv = np.argsort(perm)
     without = np.abs(att(X[perm]) - att(X)[inv]).max()
     with_e = np.abs(att(X[perm] + E) - att(X + E)[inv]).max()

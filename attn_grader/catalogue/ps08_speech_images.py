@@ -245,17 +245,18 @@ def _memory_mistake(band: str) -> str:
 
 
 MEMORY_MISTAKES = (
-    Mistake("border_ignored", "every query was given 2r + 1 keys; near the two ends of the sequence the band is "
-            "cut short (query 1 has only r + 1 keys), so the band holds n (2r + 1) - r (r + 1) pairs when r < n",
+    Mistake("border_ignored", "every query was given the full window of keys; near the two ends of the sequence the "
+            "band is cut short (the first query has no keys before it): count how many keys the queries near each end "
+            "lose",
             _memory_mistake("n * (2 * r + 1)")),
     Mistake("band_one_sided", "only the keys on one side of each query were counted (r + 1 each); truncated "
             "self-attention keeps the r frames on each side and the query's own",
             _memory_mistake("n * n if r >= n - 1 else n * (r + 1) - r * (r + 1) // 2")),
-    Mistake("diagonal_forgotten", "the query's own frame was not counted: |i - j| <= r includes j = i, so each "
-            "query has up to 2r + 1 keys",
+    Mistake("diagonal_forgotten", "the query's own frame was not counted: the band is the frames within r of the "
+            "query, its own frame included",
             _memory_mistake("n * (n - 1) if r >= n - 1 else n * 2 * r - r * (r + 1)")),
-    Mistake("band_not_capped", "the band was not capped at the whole matrix: when r >= n - 1 every pair is in "
-            "the band, n² scores, and the formula n (2r + 1) - r (r + 1) no longer applies",
+    Mistake("band_not_capped", "the band was not capped at the whole matrix: when the radius reaches across the whole "
+            "sequence every pair is in the band, and a band never holds more pairs than the matrix has",
             _memory_mistake("n * (2 * r + 1) - r * (r + 1)")),
     Mistake("count_not_bytes", "the scores were counted but not multiplied by bytes_per_score (4 for float32)",
             "def score_memory(seconds, frames_per_second, r, bytes_per_score=4):\n"

@@ -262,20 +262,20 @@ _FIELD = '''def receptive_field(n_y, n_x, kappa, L, y, x):
 '''
 
 FIELD_MISTAKES = (
-    Mistake("border_ignored", "the field was counted as (2 L ⌊κ/2⌋ + 1)² pixels even where the image ends; near "
-            "a border the field is cut off (the zero padding is not pixels of the image)",
+    Mistake("border_ignored", "the field was counted as a full square even where the image ends; near a border the "
+            "field is cut off (the zero padding is not pixels of the image)",
             edited(_FIELD, ("rows = min(n_y - 1, y + L * c) - max(0, y - L * c) + 1", "rows = 2 * L * c + 1"),
                    ("cols = min(n_x - 1, x + L * c) - max(0, x - L * c) + 1", "cols = 2 * L * c + 1"))),
-    Mistake("grows_by_kappa", "each layer was taken to widen the field by κ - 1 pixels on each side; a κ x κ "
-            "kernel reaches ⌊κ/2⌋ pixels to each side of its centre, so L layers reach L ⌊κ/2⌋",
+    Mistake("grows_by_kappa", "each layer was taken to widen the field by κ - 1 pixels on each side; a centred κ x κ "
+            "kernel shares its width between both sides of its centre: count how far one layer reaches to one side, "
+            "then L layers",
             edited(_FIELD, ("c = kappa // 2", "c = kappa - 1"))),
-    Mistake("layers_not_stacked", "the field of one layer was returned whatever L is; stacking L layers lets an "
-            "output see what its inputs saw: L ⌊κ/2⌋ pixels to each side",
+    Mistake("layers_not_stacked", "the field of one layer was returned whatever L is; stacking L layers lets an output "
+            "see what its inputs saw, so the field grows with every layer",
             edited(_FIELD, ("y + L * c) - max(0, y - L * c)", "y + c) - max(0, y - c)"),
                    ("x + L * c) - max(0, x - L * c)", "x + c) - max(0, x - c)"))),
-    Mistake("layers_for_the_centre", "the layers needed were counted for a pixel at the centre of the image; the "
-            "pixel (y, x) must reach the farthest pixel from it, max(y, n_y - 1 - y, x, n_x - 1 - x) rows or "
-            "columns away, which for a pixel near a border is farther",
+    Mistake("layers_for_the_centre", "the layers needed were counted for a pixel at the centre of the image; the pixel "
+            "(y, x) must reach the pixel of the image farthest from it, which for a pixel near a border is farther",
             edited(_FIELD, ("farthest = max(y, n_y - 1 - y, x, n_x - 1 - x)",
                             "farthest = max(n_y - 1, n_x - 1) // 2"))),
 )

@@ -110,21 +110,21 @@ _TABLE = '''def path_lengths(kind, n, kappa=3):
 '''
 
 PATH_MISTAKES = (
-    Mistake("recurrent_off_by_one", "the RNN's path from aˢ to bᵗ was counted as t - s (only the hidden-to-hidden "
-            "steps); the step aˢ -> hˢ is on the path too: t - s + 1 steps, 1 when s = t",
+    Mistake("recurrent_off_by_one", "the RNN's path from aˢ to bᵗ was counted with the hidden-to-hidden steps only; "
+            "the step from the input aˢ into the hidden state hˢ is on the path too",
             edited(_TABLE, ("steps = d + 1", "steps = d"))),
-    Mistake("conv_divides_by_kappa", "each convolution layer was taken to reach κ positions further back; a kernel "
-            "of width κ covers the position itself and the κ - 1 before it: ceil((t - s) / (κ - 1)) layers",
+    Mistake("conv_divides_by_kappa", "each convolution layer was taken to reach κ positions further back; a kernel of "
+            "width κ covers the position itself too: count how many positions back one layer really adds",
             edited(_TABLE, ("-(-d // (kappa - 1))", "-(-d // kappa)"))),
-    Mistake("conv_rounded_down", "the number of convolution layers was rounded down; a partial layer is still a "
-            "layer: ceil((t - s) / (κ - 1)), and at least 1",
+    Mistake("conv_rounded_down", "the number of convolution layers was rounded down; a partial layer is still a layer, "
+            "and even the input at the output's own position is one layer below it",
             edited(_TABLE, ("-(-d // (kappa - 1))", "d // (kappa - 1)"))),
-    Mistake("dilated_reach_off_by_one", "L dilated layers were taken to reach κᴸ positions back; with dilations 1, "
-            "κ, …, κᴸ⁻¹ they see κᴸ positions, the output's own and κᴸ - 1 before it: the smallest L with κᴸ > t - s",
+    Mistake("dilated_reach_off_by_one", "L dilated layers were taken to reach κᴸ positions back; the κᴸ positions they "
+            "see include the output's own: count how far back that leaves",
             edited(_TABLE, ("kappa**steps <= d", "kappa**steps < d"))),
-    Mistake("float_logarithm", "the dilated layers were counted with a floating-point logarithm, ceil(log(t - s + 1) "
-            "/ log(κ)): at an exact power, 125 with κ = 5, it gives 3.0000000000000004 and rounds up to 4; count in "
-            "integers (the smallest L with κᴸ > t - s)",
+    Mistake("float_logarithm", "the dilated layers were counted with a floating-point logarithm: at an exact power of "
+            "κ (125 with κ of 5) it comes out a hair above the whole number and rounds up one layer too many; count "
+            "the layers in integers",
             edited(_TABLE, ("        steps = np.ones((n, n), dtype=int)\n        while np.any(kappa**steps <= d):\n"
                             "            steps += kappa**steps <= d\n",
                             "        steps = np.maximum(1, np.ceil(np.log(np.maximum(d, 0) + 1) / np.log(kappa)))\n"))),
@@ -132,11 +132,11 @@ PATH_MISTAKES = (
             "one layer above aᵗ (the path length is at least 1)",
             edited(_TABLE, ("np.maximum(1, -(-d // (kappa - 1)))", "-(-d // (kappa - 1))"),
                    ("steps = np.ones((n, n), dtype=int)", "steps = np.zeros((n, n), dtype=int)"))),
-    Mistake("attention_causal", "self-attention was given a causal mask (-1 above the diagonal); one layer links "
-            "every pair both ways, so bᵗ also reads the later aˢ, s > t, in 1 layer",
+    Mistake("attention_causal", "self-attention was given a causal mask (-1 above the diagonal); one layer links every "
+            "pair both ways, so bᵗ also reads the later inputs in 1 layer",
             edited(_TABLE, ("return np.ones((n, n), dtype=int)", "return np.where(d >= 0, 1, -1)"))),
-    Mistake("future_reachable", "the RNN and the causal convolutions were given paths from later inputs (s > t); "
-            "they read only the past: bᵗ cannot depend on aˢ after it, -1",
+    Mistake("future_reachable", "the RNN and the causal convolutions were given paths from later inputs; they read "
+            "only the past: bᵗ cannot depend on an input after it, -1",
             edited(_TABLE, ("d = t - s", "d = np.abs(t - s)"))),
     Mistake("table_transposed", "the table was transposed; row t - 1 is the output bᵗ and column s - 1 the input "
             "aˢ, so the -1 of the causal models are above the diagonal",
@@ -177,12 +177,12 @@ def birnn_forward(a, W_in_f, W_rec_f, beta_f, W_in_b, W_rec_b, beta_b):
 '''
 
 BIRNN_MISTAKES = (
-    Mistake("backward_not_reversed_back", "the backward RNN's states were left in the order it computed them "
-            "(its first row is the state after aⁿ); reverse them back, so that row t - 1 holds the backward state "
-            "that has read aⁿ, ..., aᵗ, beside the forward state that has read a¹, ..., aᵗ",
+    Mistake("backward_not_reversed_back", "the backward RNN's states were left in the order it computed them (its "
+            "first row is the state after aⁿ); row t - 1 must hold the backward state that has read aⁿ, ..., aᵗ, "
+            "beside the forward state that has read a¹, ..., aᵗ: check in which order the backward states come out",
             edited(_BIRNN, ("beta_b)[::-1]", "beta_b)"))),
-    Mistake("backward_reads_forwards", "the backward RNN read the sequence from left to right, like the forward "
-            "one: it must read aⁿ first (a[::-1]) so that row t - 1 has seen the right context aᵗ, ..., aⁿ",
+    Mistake("backward_reads_forwards", "the backward RNN read the sequence from left to right, like the forward one: "
+            "it must start from aⁿ so that row t - 1 has seen the right context aᵗ, ..., aⁿ",
             edited(_BIRNN, ("_rnn(a[::-1], W_in_b, W_rec_b, beta_b)[::-1]", "_rnn(a, W_in_b, W_rec_b, beta_b)"))),
     Mistake("halves_swapped", "the backward states were put first; row t - 1 is [forward hᵗ; backward hᵗ], "
             "as torch.nn.RNN(bidirectional=True) returns it",

@@ -371,23 +371,23 @@ _REACH = '''def reach_after_layers(mask, L):
 '''
 
 REACH_MISTAKES = (
-    Mistake("within_L_hops", "every node was taken to keep its own features from layer to layer (walks of at "
-            "most L edges, as with self-loops); a layer attends only where the mask allows: without a self-loop "
-            "node i's output holds nothing of aⁱ, so after L layers node i sees the nodes L edges away, exactly",
+    Mistake("within_L_hops", "every node was taken to keep its own features from layer to layer (walks of at most L "
+            "edges, as with self-loops); a layer attends only where the mask allows: without a self-loop node i's "
+            "output holds nothing of aⁱ, so ask what is left of what node i saw after one more layer",
             edited(_REACH, ("R = ((M @ R) > 0).astype(int)",
                             "R = (((M + np.eye(len(mask), dtype=int)) @ R) > 0).astype(int)"))),
     Mistake("direction_reversed", "the walks were followed against the edges (the mask transposed); mask[i, j] "
             "True means node i reads node j, so j's features reach i",
             edited(_REACH, ("M = mask.astype(int)", "M = mask.T.astype(int)"))),
-    Mistake("one_layer_short", "one layer too few was counted (the (L - 1)-th power of the mask); the first "
-            "layer already reads the neighbours, so L layers read along walks of L edges",
+    Mistake("one_layer_short", "one layer too few was counted; the first layer already reads the neighbours: count the "
+            "edges a walk gains with each layer",
             edited(_REACH, ("for _ in range(L):", "for _ in range(L - 1):"))),
-    Mistake("walks_counted_overflow", "the walks were counted with an integer matrix power of the mask: their "
-            "number grows like n ** L and overflows int64 (a complete graph of 8 nodes at L = 22 wraps round to a "
-            "negative count); keep only whether a walk exists, (M @ R) > 0 after each layer, or use booleans",
+    Mistake("walks_counted_overflow", "the walks were counted with an integer matrix power of the mask: their number "
+            "grows like n to the power L and overflows int64 (a complete graph of 8 nodes at L 22 wraps round to a "
+            "negative count); after each layer keep only whether a walk exists, not how many there are",
             "def reach_after_layers(mask, L):\n    return np.linalg.matrix_power(mask.astype(np.int64), L) > 0\n"),
-    Mistake("one_layer_only", "the mask itself was returned whatever L is; stacking layers lets node i read what "
-            "its neighbours read in the layer below: walks of L edges, the L-th power of the mask",
+    Mistake("one_layer_only", "the mask itself was returned whatever L is; stacking layers lets node i read what its "
+            "neighbours read in the layer below",
             edited(_REACH, ("for _ in range(L):", "for _ in range(min(L, 1)):"))),
 )
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -94,24 +95,36 @@ def to_numpy(x):
 #: roundings at most (float32's epsilon is 1.2e-7; a sinusoidal table at position 500 computed in float32
 #: is off by about 3e-5), and it may come back as float32 or, promoted by a float64 scalar such as
 #: ``np.sqrt(d)``, as float64.  So every float output is compared with at least rtol = 1e-4 and
-#: atol = 1e-4 x the reference's largest finite magnitude (at least 1); a float16 or bfloat16 output with
-#: 1e-2.  No catalogued mistake hides under these: tests/test_catalogues.py grades every mistake's output
-#: cast to float32 and still names it.
-FLOAT_TOLERANCE = {8: 1e-4, 4: 1e-4, 2: 1e-2}  # itemsize of the student's float -> rtol and atol factor
+#: atol = 1e-4 x the reference's largest finite magnitude (at least 1).  The tolerance never gets looser
+#: because the answer chose a lower precision (issue 41): a float16 output is compared at float32's, so
+#: it fails where float16's rounding matters, and the message says so.  An integer-valued reference (counts,
+#: indices, path lengths, booleans) is compared exactly, up to the task's atol (3.0 for 3 is right, 4.0 is
+#: not), whatever dtype the answer returns.  No catalogued mistake hides under these: tests/test_catalogues.py
+#: grades every mistake's output cast to float32 and still names it.
+FLOAT_TOLERANCE = 1e-4  # rtol, and atol's factor, for every float output
+LOW_PRECISION = "computed in float16: compute in float32 or float64"
 
 
 def tolerances(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
-    """The (rtol, atol) for comparing ``got`` with ``expected``: the task's, widened for float rounding."""
+    """The (rtol, atol) for comparing ``got`` with ``expected``: the task's, widened for float32 rounding."""
     if got.dtype.kind not in "fc":
-        return rtol, atol
-    itemsize = got.dtype.itemsize // (2 if got.dtype.kind == "c" else 1)
-    tol = FLOAT_TOLERANCE.get(itemsize)
-    if tol is None:
         return rtol, atol
     with np.errstate(invalid="ignore"):
         finite = np.abs(expected[np.isfinite(expected)]) if expected.dtype.kind in "fc" else np.abs(expected)
     scale = max(1.0, float(finite.max())) if finite.size else 1.0
-    return max(rtol, tol), max(atol, tol * scale)
+    return max(rtol, FLOAT_TOLERANCE), max(atol, FLOAT_TOLERANCE * scale)
+
+
+def as_array(got) -> np.ndarray | None:
+    """An output compared with an array: ``np.asarray`` of it (a tensor, a list of equal-shape arrays, a list of
+    lists, a tuple), or ``None`` when that is not an array of numbers (a ragged list, a string, a dict)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arr = np.asarray(to_numpy(got))
+    except Exception:  # noqa: BLE001 - any failure to convert is the student's
+        return None
+    return arr if arr.dtype.kind in "biufc" else None
 
 
 def describe_difference(got, expected, rtol: float, atol: float, path: str = "output",
@@ -119,7 +132,8 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
     """``None`` when ``got`` matches ``expected``; otherwise one sentence saying what differs.
 
     The tolerances are the task's, widened so that a correct float32 computation passes
-    (:func:`tolerances`).  ``equal_nan`` is for diagnosis only: a NaN never matches the reference, but it
+    (:func:`tolerances`); an integer-valued ``expected`` is compared exactly.  ``got`` is compared as
+    :func:`as_array` of it.  ``equal_nan`` is for diagnosis only: a NaN never matches the reference, but it
     may match a mistake.
     """
     if isinstance(expected, tuple | list):
@@ -131,17 +145,18 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
             if msg:
                 return msg
         return None
-    try:
-        got = to_numpy(got)
-    except Exception as exc:  # noqa: BLE001 - any failure to convert is the student's
-        return f"{path}: expected an array, got {type(got).__name__} ({exc})"
     expected = np.asarray(expected)
+    arr = as_array(got)
+    if arr is None:
+        want = "a number" if expected.ndim == 0 else f"a NumPy array of shape {expected.shape}"
+        return f"{path}: returns a {type(got).__name__}; return {want}"
+    got = arr
     if got.shape != expected.shape:
         return f"{path}: expected shape {expected.shape}, got {got.shape}"
-    if got.dtype.kind not in "biufc":
-        return f"{path}: expected numbers, got dtype {got.dtype}"
-    if expected.dtype.kind == "b":
-        bad = got.astype(bool) != expected
+    if expected.dtype.kind in "biu":  # whole numbers: exactly (up to the task's atol), in whatever dtype
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad = ~(np.abs(got.astype(np.float64) - expected) <= min(atol, 0.5))
+        rtol, atol = 0.0, min(atol, 0.5)
     else:
         rtol, atol = tolerances(got, expected, rtol, atol)
         with np.errstate(invalid="ignore", over="ignore"):
@@ -150,8 +165,10 @@ def describe_difference(got, expected, rtol: float, atol: float, path: str = "ou
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         n_nan = int(np.isnan(got).sum()) if got.dtype.kind in "fc" else 0
         nan_note = f"; {n_nan} NaN values in your output" if n_nan else ""
-        dtype_note = (f" (your output is {got.dtype}, compared with rtol={rtol:g}, atol={atol:g})"
-                      if got.dtype.kind in "fc" and got.dtype.itemsize < 8 else "")
+        low = got.dtype.kind in "fc" and got.dtype.itemsize < 8 and expected.dtype.kind in "fc"
+        dtype_note = f" (your output is {got.dtype}, compared with rtol={rtol:g}, atol={atol:g})" if low else ""
+        if low and got.dtype.itemsize // (2 if got.dtype.kind == "c" else 1) <= 2:
+            dtype_note += f"; {LOW_PRECISION}"
         return (f"{path}: {int(bad.sum())} of {bad.size} values differ; first at index {where}: "
                 f"expected {expected[where].item()!r}, got {got[where].item()!r}{nan_note}{dtype_note}")
     return None

@@ -19,8 +19,8 @@ tensor operations is graded on its values.  A copy of ``multi_head_attention_for
 graded on its values, not flagged (tests/attacks/d07); no check of the computation could tell it from
 an answer written by hand.
 
-Outputs go to ``WORK/out`` as ``.npy`` files (no pickles) plus ``index.json``; the grader reads them
-as untrusted data.
+Outputs go to ``WORK/out`` as ``.npy`` files (no pickles; a list of equal-shape arrays as one) plus ``index.json``;
+the grader reads them as untrusted data.
 
 :class:`Stream` is here, in the one file the sandbox holds, because the streaming tasks (ps12) take it as an
 argument: a case holds a stream's source (:class:`Blocks`), and an answer is called (:func:`call`) with a one-pass
@@ -328,23 +328,22 @@ class FakeIPython:
 
 
 def to_plain(x, depth=0):
-    if depth < 2 and isinstance(x, (tuple, list)) and not all(np.isscalar(v) or getattr(v, "ndim", None) == 0
-                                                              for v in x):
-        return ("tuple", [to_plain(v, depth + 1) for v in x])
-    if hasattr(x, "detach"):
-        x = x.detach().cpu().numpy()
-    arr = np.array(x)
+    if depth < 2 and isinstance(x, (tuple, list)) and not all(np.isscalar(v) or getattr(v, "ndim", 1) == 0 for v in x):
+        parts = [to_plain(v, depth + 1) for v in x]
+        same = {(kind, np.shape(p)) for kind, p in parts} == {("array", np.shape(parts[0][1]))}  # one array:
+        return ("seq", np.stack([p for _, p in parts])) if same else ("tuple", parts)  # read back as a tuple
+    arr = np.array(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
     if arr.dtype.kind not in "biufc":
         raise TypeError(f"expected numbers, got {type(x).__name__}")
     return ("array", arr)
 
 
-def save(value, out_dir, prefix):
+def save(value, out_dir, prefix):  # kind "array", "seq" (a list of equal-shape arrays, as one) or "tuple"
     kind, payload = value
     if kind == "tuple":
         return {"tuple": [save(v, out_dir, f"{prefix}_{i}") for i, v in enumerate(payload)]}
     np.save(os.path.join(out_dir, prefix + ".npy"), np.asarray(payload, order="C"), allow_pickle=False)
-    return {"array": prefix + ".npy"}
+    return {kind: prefix + ".npy"}
 
 
 def source_of(text):

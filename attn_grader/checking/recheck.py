@@ -221,7 +221,8 @@ class _Outputs:
             raise ValueError("malformed result")
         if "tuple" in entry and isinstance(entry["tuple"], list):
             return tuple(self.load(e, depth + 1) for e in entry["tuple"][:16])
-        name = os.path.basename(str(entry["array"]))
+        seq = "seq" in entry  # a list of equal-shape arrays, saved as one: the tuple of its rows
+        name = os.path.basename(str(entry["seq" if seq else "array"]))
         cap = min(MAX_OUTPUT, self.left)
         try:
             data = read_regular(os.path.join(self.box, "out", name), cap, missing_ok=False)
@@ -231,7 +232,8 @@ class _Outputs:
                 raise _Budget("outputs beyond the re-check's read budget") from None
             raise
         self.left -= len(data)
-        return np.load(io.BytesIO(data), allow_pickle=False)
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+        return tuple(arr) if seq and arr.ndim else arr
 
 
 def _read_outputs(box: str, index: dict, budget: int = MAX_READ) -> dict:
