@@ -18,7 +18,8 @@ Each symbol is a letter (Latin, Greek or calligraphic) with its scripts and prim
 * **parameters**: a formula that defines a function, ``f(x) = …``, defines its weights and biases: each
   $W$ or $\\beta$ on its right must be one the page gives to this chapter;
 * **layout**: a symbol the page gives one column per position ($I$, $Q$, $K$, $V$, $O$) is never computed
-  from one with a row per position ($X$) without a transpose, nor said to be $n \\times \\dots$;
+  from one with a row per position ($X$) without a transpose, nor said to be $n \\times \\dots$; a
+  transposed symbol has the other layout ($Q^\\top = X (W^q)^\\top$ is right, $Q^\\top = W^q I$ is not);
 * **counted from 1**: a position, head or pixel index is never 0 ($e^0$, $i = 0$, $(0, 0)$);
 * **the page's claims** (:func:`check_registry`): each chapter a row says defines a symbol writes it, and
   names it with the first word of the row's meaning.
