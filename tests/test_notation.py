@@ -199,6 +199,9 @@ CNN_ZERO = "The figure shows the 9 heads of a $3 \\times 3$ convolution looking 
     ("efficient", EFFICIENT_X, ("$x$ is cnn, speech_images's",)),
     ("positional", POSITIONAL_ZERO, ("$e^{0}$", "counted from 1")),
     ("cnn", CNN_ZERO, ("$(0, 0)$", "counted from 1")),
+    ("multi_head", "so that row $i$ of $Q^\\top = X^\\top (W^q)^\\top$ is $q^i$.",
+     ("a column per position", "$X^\\top$ is", "a row per position")),
+    ("matrix_form", "the code's array is $Q^\\top = W^q I$.", ("$Q^\\top = W^q I$ has a column per position",)),
 ])
 def test_a_formula_that_breaks_the_notation_page_fails(tmp_path, stem, text, words):
     findings = _formula_findings(tmp_path, stem, text)
@@ -212,6 +215,10 @@ def test_a_formula_that_breaks_the_notation_page_fails(tmp_path, stem, text, wor
     ("matrix_form", "$Q = W^q I$ is $d_k \\times n$, and $O = V A'$ has $b^i$ as column $i$."),
     ("transformer", "$\\mathrm{FFN}(a) = \\max(0, a W_1^\\top + \\beta_1) W_2^\\top + \\beta_2$, of hidden width"),
     ("multi_head", "so that column $i$ of $Q = W^q I$ is $q^i$, with $i = 1, \\dots, n$."),
+    ("multi_head", "so that row $i$ of $Q^\\top = X (W^q)^\\top$ is $q^i$ (the code's `Q` is $Q^\\top$)."),
+    ("matrix_form", "$$\nQ^\\top = I^\\top (W^q)^\\top, \\qquad O^\\top = A'^\\top V^\\top\n$$"),
+    ("efficient", "Linear attention costs $\\mathcal{O}(n\\, d_\\phi d_v)$ time."),
+    ("speech_images", "the offset $\\delta = j - i$ of a key from its query"),
     ("graphs", "This is *not* the additive recipe of {doc}`relevance`, $w^\\top \\tanh(W^q a^i + W^k a^j)$."),
 ])
 def test_a_formula_that_follows_the_notation_page_passes(tmp_path, stem, text):

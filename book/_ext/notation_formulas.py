@@ -18,7 +18,8 @@ Each symbol is a letter (Latin, Greek or calligraphic) with its scripts and prim
 * **parameters**: a formula that defines a function, ``f(x) = …``, defines its weights and biases: each
   $W$ or $\\beta$ on its right must be one the page gives to this chapter;
 * **layout**: a symbol the page gives one column per position ($I$, $Q$, $K$, $V$, $O$) is never computed
-  from one with a row per position ($X$) without a transpose, nor said to be $n \\times \\dots$;
+  from one with a row per position ($X$) without a transpose, nor said to be $n \\times \\dots$; a
+  transposed symbol has the other layout ($Q^\\top = X (W^q)^\\top$ is right, $Q^\\top = W^q I$ is not);
 * **counted from 1**: a position, head or pixel index is never 0 ($e^0$, $i = 0$, $(0, 0)$);
 * **the page's claims** (:func:`check_registry`): each chapter a row says defines a symbol writes it, and
   names it with the first word of the row's meaning.
@@ -132,6 +133,45 @@ def _layout(row: Row) -> str | None:
     return None
 
 
+def _transposed(sym: str, after: str) -> bool:
+    """Is the symbol transposed: $Q^\\top$, or followed by $^\\top$ or $)^\\top$ ($(W^q)^\\top$)?"""
+    top = r"\^\s*\{?\s*(?:\\top|\\intercal|T\b)"
+    return bool(re.search(top + r"\s*\}?\s*$", sym) or re.match(r"\s*\)?\s*" + top, after))
+
+
+def _layouts(sym: str, after: str, table: list[Row]) -> set[str]:
+    """The layouts the page gives ``sym`` ("row", "column"), flipped when it is transposed ($X^\\top$ has a
+    column per position, $Q^\\top$ a row per position)."""
+    kinds = {k for r in lookup(sym, table) if (k := _layout(r))}
+    if _transposed(sym, after):
+        kinds = {{"row": "column", "column": "row"}[k] for k in kinds}
+    return kinds
+
+
+def _layout_rule(left: str, right: str, lhs: tuple[str, int], table: list[Row]) -> list[str]:
+    """$Q = X (W^q)^\\top$ (a column-per-position symbol computed from a row-per-position one) is wrong;
+    $Q^\\top = X (W^q)^\\top$ is right (the transpose has a row per position), and then
+    $Q^\\top = X^\\top \\dots$ or $Q^\\top = W^q I$ (only columns on the right) is wrong."""
+    target = _layouts(lhs[0], left[lhs[1] + len(lhs[0]):], table)
+    if len(target) != 1:
+        return []
+    (want,) = target
+    found = []
+    for sym, at in symbols(right):
+        page = {k for r in lookup(sym, table) if (k := _layout(r))}
+        if "row" in page and _transposed(sym, right[at + len(sym):]) == (want == "column"):
+            continue
+        if "row" in page:
+            found.append(f"${left} = {right}$ has a {'column' if want == 'row' else 'row'} per position "
+                         f"(${sym}$ is), but the notation page gives ${left}$ a {want} per position")
+    effective = [_layouts(sym, right[at + len(sym):], table) for sym, at in symbols(right)]
+    columns_only = any(k == {"column"} for k in effective) and not any("row" in k for k in effective)
+    if want == "row" and not found and columns_only:
+        found.append(f"${left} = {right}$ has a column per position (only columns on the right), but the "
+                     f"notation page gives ${left}$ a row per position")
+    return found
+
+
 def _args(tex: str, k: int) -> str | None:
     """The parenthesised argument that starts at ``tex[k]`` (spaces skipped), or None."""
     while k < len(tex) and tex[k] == " ":
@@ -148,7 +188,7 @@ def _args(tex: str, k: int) -> str | None:
 
 def _count(args: str) -> int:
     depth, n = 0, 1
-    for ch in args:
+    for ch in re.sub(r"\\[,;:!]", " ", args):  # \\, is a thin space, not a second argument
         depth += ch in "({[" and 1 or ch in ")}]" and -1 or 0
         n += ch == "," and depth == 0
     return n
@@ -186,13 +226,7 @@ def check_formula(f: Formula, table: list[Row]) -> list[str]:
                     found.append(f"${sym}$ is a parameter of ${left}$ here, but the notation page gives it to "
                                  f"{owners} ({rows_[0].meaning[:50]})")
         if len(lhs) == 1:
-            kinds = {_layout(r) for r in lookup(lhs[0][0], table)}
-            if "column" in kinds:
-                for sym, at in symbols(right):
-                    transposed = re.match(r"\s*\)?\s*\^\s*\{?\s*(?:\\top|T)", right[at + len(sym):])
-                    if "row" in {_layout(r) for r in lookup(sym, table)} and not transposed:
-                        found.append(f"${left} = {right}$ has a row per position (${sym}$ is), but the notation "
-                                     f"page gives ${left}$ a column per position")
+            found += _layout_rule(left, right, lhs[0], table)
     if f.context and re.fullmatch(r"\s*[A-Z]\s*", tex):
         kinds = {_layout(r) for r in lookup(tex.strip(), table)}
         after = f.context.split(f"${tex}$", 1)[-1]
