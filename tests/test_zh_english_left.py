@@ -57,13 +57,14 @@ SERVICES = {"Binder", "Colab", "JupyterHub"}
 def theme_leftovers(html: str) -> list[str]:
     """The theme's English strings on a built Chinese page: tooltips, labels and placeholders of its
     controls (``title``, ``aria-label``, ``placeholder``, ``data-bs-title``) and the launch buttons' texts;
-    not the citations' tooltips (a paper's title stays as published) nor the print-only contents."""
+    not the citations' tooltips (a paper's title stays as published).  Also the print-only contents' label
+    (``<nav aria-label="Page">``) and the images' alt texts (the launch menu's "Binder logo")."""
     soup = BeautifulSoup(html, "html.parser")
-    for tag in soup.select("a.reference, .onlyprint, .language-switch, script, style"):
+    for tag in soup.select("a.reference, .language-switch, script, style"):
         tag.decompose()
     found = []
     for tag in soup.find_all(True):
-        for attr in ("title", "aria-label", "placeholder", "data-bs-title"):
+        for attr in ("title", "aria-label", "placeholder", "data-bs-title", "alt"):
             value = tag.get(attr)
             if isinstance(value, str) and english_only(value) and value not in SERVICES:
                 found.append(f"{attr}: {value!r}")
@@ -83,12 +84,15 @@ def test_the_themes_english_strings_are_caught():
             '<button title="Launch interactive content"></button><a title="Launch on Binder">'
             '<span class="btn__text-container">Binder</span></a>'
             '<a class="reference internal" title="Ashish Vaswani. Attention is all you need.">[1]</a>'
-            '<button title="颜色模式"></button>')
+            '<button title="颜色模式"></button>'
+            '<div class="onlyprint"><nav aria-label="Page"></nav></div>'
+            '<a title="Launch on Colab"><img alt="Colab logo" src="x.png"><img alt="Binder 图标" src="y.svg"></a>')
     found = theme_leftovers(html)
     for text in ("Search this book...", "Toggle primary sidebar", "Color mode", "Link to this heading",
-                 "Launch interactive content", "Launch on Binder"):
+                 "Launch interactive content", "Launch on Binder", "Page", "Colab logo"):
         assert any(repr(text) in f for f in found), (text, found)
-    assert not any("Vaswani" in f or "颜色" in f for f in found) and "button: 'Binder'" not in found, found
+    assert not any("Vaswani" in f or "颜色" in f or "图标" in f for f in found), found
+    assert "button: 'Binder'" not in found, found
 
 
 @pytest.mark.slow

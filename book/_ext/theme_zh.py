@@ -9,7 +9,8 @@ sphinx-book-theme's own zh_CN translations apply.  What they lack is translated 
 * ``locales/zh_CN/LC_MESSAGES/booktheme.po``: sphinx-book-theme's ("Launch on", "Launch interactive
   content", ...), added after the theme's own catalogue (compiled here; the theme's translations win);
 * the search box's placeholder, Jupyter Book's theme option ``search_bar_text`` (:data:`SEARCH_ZH`);
-* the templates with English written in them (the sidebar toggles, the navigation's aria-label):
+* the templates with English written in them (the sidebar toggles, the navigation's aria-label, the print-only
+  contents' aria-label in layout.html):
   ``zh_templates/``, first in templates_path in the Chinese build (language_switch.py).
 """
 
