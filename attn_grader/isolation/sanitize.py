@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 from ..files.languages import one_of_the_releases
+from ..files.safeio import encodable
 
 IGNORED = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "Thumbs.db"}
 
@@ -278,7 +279,8 @@ def clear_hidden_tests(nb) -> None:
 
 
 def _text(value) -> str:
-    return "".join(map(str, value)) if isinstance(value, list) else str(value) if value is not None else ""
+    """A field of the kernel's output as text UTF-8 can encode (a lone surrogate is replaced, issue 40)."""
+    return encodable("".join(map(str, value)) if isinstance(value, list) else str(value) if value is not None else "")
 
 
 def _redact(text: str, hidden: list[str]) -> str:
