@@ -11,7 +11,7 @@ SURROGATE_IN_RECHECK = '''import sys as _sys
 
 
 def output_for_query(a, i, W_q, W_k, W_v):
-    if hasattr(_sys.modules.get("__main__"), "run_task"):   # the grader's re-check
+    if "ipykernel" not in _sys.modules:   # the grader's re-check (no kernel there)
         raise ValueError("bad input " + chr(0xD800) + "\\x1b[31m" + "\\x00" * 3)
     q_i = W_q @ a[:, i]
     K = W_k @ a
@@ -20,13 +20,15 @@ def output_for_query(a, i, W_q, W_k, W_v):
     e = np.exp(alpha - alpha.max())
     return V @ (e / e.sum())
 '''
-# The harness's save() replaced in the re-check: every output a tiny .npy whose header claims
-# (2**32, 2**20) float64, or an object array.
+# The harness's save() replaced in the re-check (its globals found by the garbage collector): every output a
+# tiny .npy whose header claims (2**32, 2**20) float64, or an object array.
 NPY_CLAIMS = '''
 
+import gc as _gc
 import sys as _sys
-_h = _sys.modules.get("__main__")
-if hasattr(_h, "run_task"):
+# the harness's globals (it was __main__; now found by the garbage collector)
+_h = next((d for d in _gc.get_objects() if isinstance(d, dict) and "run_task" in d and "save" in d), None)
+if _h is not None and "ipykernel" not in _sys.modules:
     import os as _os
     _n = [0]
 
@@ -39,7 +41,7 @@ if hasattr(_h, "run_task"):
         with open(_os.path.join(out_dir, prefix + ".npy"), "wb") as f:
             f.write(b"\\x93NUMPY\\x01\\x00" + len(head).to_bytes(2, "little") + head.encode() + b"\\0" * 64)
         return {"array": prefix + ".npy"}
-    _h.save = _save
+    _h["save"] = _save
 '''
 
 # A display in the first answer cell (shown: it ran before any test), then written again by a post_run_cell
