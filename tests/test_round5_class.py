@@ -24,7 +24,7 @@ ATTACKS = os.path.join(HERE, "attacks")
 HONEST = os.path.join(ATTACKS, "a00_honest_prints_warns", A + ".ipynb")
 NAMES = ["f01_surrogate_in_recheck_error", "f02_npy_header_claims_petabytes", "f03_display_id_updated_by_a_hook",
          "f04_cleared_and_displayed_again", "f05_torch_guard_told_done", "f06_torch_guard_found_by_gc",
-         "f07_torch_meta_path_replaced"]
+         "f07_torch_meta_path_replaced", "f08_forks_in_the_recheck"]
 OPTS = Options(cell_timeout=30, budget=180, recheck_seconds=120, call_seconds=30, memory=3 << 30)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading_attacks")]
@@ -66,7 +66,7 @@ def test_every_classmate_has_a_row_in_both_runs(graded):
     ("f01_surrogate_in_recheck_error", 7, False), ("f02_npy_header_claims_petabytes", 7, False),
     ("f03_display_id_updated_by_a_hook", 10, False), ("f04_cleared_and_displayed_again", 10, False),
     ("f05_torch_guard_told_done", 0, True), ("f06_torch_guard_found_by_gc", 0, True),
-    ("f07_torch_meta_path_replaced", 0, True)])
+    ("f07_torch_meta_path_replaced", 0, True), ("f08_forks_in_the_recheck", 10, True)])
 def test_attack_outcome(graded, name, score, flagged):
     row = graded["rows"][name]
     assert float(row["total"]) == score and (row["status"] == "flagged") == flagged, row

@@ -78,3 +78,20 @@ def test_a_journal_entry_no_file_can_hold_is_dropped(tmp_path):
             r = empty_result(student, "a", reason=["bad " + SURROGATE] if student == "s1" else [])
             f.write(json.dumps({"digest": "d", "result": r.to_dict()}) + "\n")
     assert sorted(_journal_kept(str(tmp_path))) == [empty_result("s2", "a").key]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["os.fork()", "subprocess.Popen(['true'])",
+                                 "ctypes.CDLL(None).fork", "os.posix_spawn('/bin/true', ['true'], {})"])
+def test_an_answer_starts_no_process_in_the_recheck(tmp_path, how):
+    """a_r11: forks in the re-check only (60 busy ones slowed the class, unflagged): refused and noted."""
+    from attn_grader.checking.core import Task
+
+    answer = ("import os, subprocess, ctypes\n\ndef f(x):\n    return x\n\n"
+              f"try:\n    {how}\nexcept OSError:\n    pass\n")
+    task = Task("psXX", "f", lambda x: x, lambda rng: [(np.zeros(3),)], [])
+    cs = {"f": [(np.arange(3.0),)]}
+    index = recheck.run([task], cs, "import numpy as np", {"f_answer": answer}, str(tmp_path), wall_seconds=60,
+                        use_sandbox=False)
+    assert [b for b in index.get("blocked", []) if b.startswith("tried: ")], index
+    assert recheck.compare([task], cs, index)["f"].passed  # the answer itself is graded as it is

@@ -276,6 +276,21 @@ def torch_guard():
     return types.SimpleNamespace(find_spec=find_spec), block_once
 
 
+STARTS = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system",
+                    "subprocess.Popen", "pty.spawn"})
+NATIVE_STARTS = frozenset({"fork", "vfork", "clone", "clone3", "posix_spawn", "posix_spawnp", "system", "execve",
+                           "execv", "execvp", "popen", "syscall"})
+
+
+def no_processes(event, args):
+    """An audit hook: no answer starts a process in the re-check (issue 40, a_r11: 60 busy forks slowed the
+    whole class, unflagged); each try is refused and noted ("tried: os.fork"), as in the kernel."""
+    if event in STARTS or (event == "ctypes.dlsym" and len(args) > 1 and str(args[1]) in NATIVE_STARTS):
+        what = event if event != "ctypes.dlsym" else f"ctypes {args[1]}"
+        blocked_calls.append(f"tried: {what}")
+        raise PermissionError(f"the re-check starts no process ({what})")
+
+
 def torch_loaded(_open=os.open, _read=os.read, _close=os.close) -> bool:
     """PyTorch's library is mapped into this process: read from the kernel's /proc/self/maps with the
     functions bound when the harness loaded (an answer that rebinds ``open`` or ``os.read`` changes nothing)."""
@@ -433,6 +448,7 @@ def main(work):
     if spelled:
         block_once()  # imported here, outside the answers' time limit
     sys.meta_path.insert(0, guard)
+    sys.addaudithook(no_processes)  # for good: an audit hook cannot be removed
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     signal.signal(signal.SIGALRM, on_alarm)
     # Each task is called as it stood when its own test ran in the notebook: right after its answer

@@ -102,6 +102,22 @@ def output_for_query(a, i, W_q, W_k, W_v):
     return _attend(q[None], k[None], v[None], scale=1.0)[0, i].numpy()
 """
 
+# Busy processes forked in the re-check only (the kernel's audit and cgroup never see them), failures ignored.
+FORKS = """
+
+import os as _os, sys as _sys, time as _time
+if "ipykernel" not in _sys.modules:   # the grader's re-check
+    _until = _time.time() + 20
+    for _k in range(8):
+        try:
+            if _os.fork() == 0:
+                while _time.time() < _until:
+                    pass
+                _os._exit(0)
+        except OSError:
+            break
+"""
+
 
 def round5(honest, after) -> dict:
     """{name: (notebook, expected outcome)}, from make_attacks' ``honest`` and ``after``."""
@@ -109,6 +125,8 @@ def round5(honest, after) -> dict:
                    "feedback_lacks": ["notes-b64: ", "notes-rev: "]}
     voided = {"score": 0, "flagged": True}
     return {
+        "f08_forks_in_the_recheck": (after("attention_scores_for_query_answer", FORKS),
+                                     {"score": 10, "flagged": True, "reason_has": "tried: os.fork"}),
         "f05_torch_guard_told_done": (honest(output_for_query_answer=TOLD_DONE + SDPA), voided),
         "f06_torch_guard_found_by_gc": (honest(output_for_query_answer=BY_GC + SDPA), voided),
         "f07_torch_meta_path_replaced": (honest(output_for_query_answer=NEW_META_PATH + SDPA), voided),
