@@ -10,18 +10,19 @@ import os
 import shutil
 import sys
 
+import nbformat
 import pytest
 
 from attn_grader.run.autograde import Options, grade
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "attacks"))
+from make_attacks import honest  # noqa: E402
 from round5 import SDPA, SURROGATE_IN_RECHECK  # noqa: E402
 
 REPO = os.path.dirname(HERE)
 A = "ps04_step_by_step"
 ATTACKS = os.path.join(HERE, "attacks")
-HONEST = os.path.join(ATTACKS, "a00_honest_prints_warns", A + ".ipynb")
 NAMES = ["f01_surrogate_in_recheck_error", "f02_npy_header_claims_petabytes", "f03_display_id_updated_by_a_hook",
          "f04_cleared_and_displayed_again", "f05_torch_guard_told_done", "f06_torch_guard_found_by_gc",
          "f07_torch_meta_path_replaced", "f08_forks_in_the_recheck"]
@@ -43,7 +44,7 @@ def graded(tmp_path_factory):
         shutil.copytree(os.path.join(ATTACKS, name), os.path.join(root, "submitted", name, A))
     for student in ("honest_1", "honest_2"):
         os.makedirs(os.path.join(root, "submitted", student, A))
-        shutil.copy(HONEST, os.path.join(root, "submitted", student, A, A + ".ipynb"))
+        nbformat.write(honest(), os.path.join(root, "submitted", student, A, A + ".ipynb"))
     first = grade(root, jobs=1, opts=OPTS, verbose=False)
     rows = _rows(root)
     second = grade(root, jobs=1, opts=OPTS, verbose=False)  # from the journal the first one wrote
@@ -63,7 +64,7 @@ def test_every_classmate_has_a_row_in_both_runs(graded):
 
 
 @pytest.mark.parametrize("name, score, flagged", [
-    ("f01_surrogate_in_recheck_error", 7, False), ("f02_npy_header_claims_petabytes", 7, False),
+    ("f01_surrogate_in_recheck_error", 7, True), ("f02_npy_header_claims_petabytes", 3, True),
     ("f03_display_id_updated_by_a_hook", 10, False), ("f04_cleared_and_displayed_again", 10, False),
     ("f05_torch_guard_told_done", 0, True), ("f06_torch_guard_found_by_gc", 0, True),
     ("f07_torch_meta_path_replaced", 0, True), ("f08_forks_in_the_recheck", 10, True)])
@@ -78,5 +79,5 @@ def test_nothing_written_while_tests_ran_reaches_an_earlier_cell(graded, name):
     """r02: the hook's copies of every executed cell (hidden tests included) are in no feedback page."""
     [page] = glob.glob(os.path.join(graded["root"], "feedback", name, A, "*.html"))
     text = open(page, encoding="utf-8").read()
-    assert "notes-b64" not in text and "notes-rev" not in text and "HIDDEN TESTS" not in text
+    assert "notes-b64: " not in text and "notes-rev: " not in text and "HIDDEN TESTS" not in text
     assert "this ran after hidden tests had run" in text  # the earlier display, written to later: the fixed line
