@@ -278,8 +278,7 @@ def clear_hidden_tests(nb) -> None:
             cell.source = _HIDDEN.sub("", _source(cell)).rstrip()
 
 
-def _text(value) -> str:
-    """A field of the kernel's output as text UTF-8 can encode (a lone surrogate is replaced, issue 40)."""
+def _text(value) -> str:  # encodable: a lone surrogate (JSON gives "\\ud800" back) replaced, issue 40
     return encodable("".join(map(str, value)) if isinstance(value, list) else str(value) if value is not None else "")
 
 
