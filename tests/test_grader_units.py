@@ -170,7 +170,7 @@ def test_pytorch_attention_is_blocked_in_the_recheck(tmp_path, call):
 
 @needs_sandbox
 def test_recheck_outputs_are_read_as_data_not_followed(tmp_path):
-    """An answer that replaces its output file by a link to a grader file gets "unreadable output"."""
+    """An answer that replaces its output file by a link to a grader file: "the answer's output could not be read"."""
     from attn_grader.checking.core import Task
 
     target = tmp_path / "grader_secret.npy"
@@ -183,7 +183,7 @@ def test_recheck_outputs_are_read_as_data_not_followed(tmp_path):
     cs = {"f": [(np.arange(3.0),)]}
     index = recheck.run([task], cs, "import numpy as np", {"f_answer": answer}, str(tmp_path), wall_seconds=60)
     verdict = recheck.compare([task], cs, index)["f"]
-    assert not verdict.passed and "unreadable output" in verdict.reason, verdict
+    assert not verdict.passed and "output could not be read" in verdict.reason, verdict
 
 
 # ----------------------------------------------------------------------------------------- safe reads

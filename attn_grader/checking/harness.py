@@ -8,7 +8,7 @@ This file is bound read-only *alone* into the sandbox: neither ``attn_ref`` nor 
 outside).  It uses the standard library, NumPy and, when an answer does, PyTorch.
 
 PyTorch's own attention is blocked at the dispatcher: every ATen attention operator gets a kernel that
-raises, registered when PyTorch loads (:class:`TorchGuard`: by what is imported, not by how an answer
+raises, registered when PyTorch loads (:func:`torch_guard`: by what is imported, not by how an answer
 spells it) before any student code gets the module, for every backend, so ``torch.ops.aten...`` and
 ``F.scaled_dot_product_attention`` fail alike.  ``nn.MultiheadAttention`` and
 ``F.multi_head_attention_forward`` (whose slow path is plain matrix products) are blocked by name, a
@@ -38,9 +38,11 @@ import os
 import pickle
 import signal
 import sys
+import types
 
 import numpy as np
 
+PAST_THE_GUARD = "PyTorch imported by a name no answer spells (past the grader's guard)"
 ATTENTION_OPS = ("scaled_dot_product_attention", "_scaled_dot_product_attention_math",
                  "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
                  "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
@@ -236,17 +238,22 @@ class JobUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-class TorchGuard:
-    """A finder first on ``sys.meta_path``: whoever imports PyTorch, however the name is spelled
-    (``__import__("to" + "rch")``, importlib, a module of the answer's that imports it), its attention is
-    blocked the moment torch has loaded, before the importer gets it.  An answer that takes the finder out
-    of ``sys.meta_path`` first is still seen: PyTorch's library mapped into the process without the block
-    (:func:`torch_unblocked`) voids every result of the run."""
+def torch_guard():
+    """(finder, block_once): a finder for the front of ``sys.meta_path``: whoever imports PyTorch, however
+    the name is spelled (``__import__("to" + "rch")``, importlib, a module of the answer's that imports
+    it), its attention is blocked the moment torch has loaded, before the importer gets it.  Its one piece
+    of state ("blocked already") is in this function's closure, no class attribute or module global an
+    answer can set by name (issue 40, r01: ``TorchGuard.blocked = True`` made it step aside).  It is a
+    second layer: what decides is :func:`torch_loaded` at the end, which no answer can have told anything."""
+    done = []
 
-    blocked = False
+    def block_once():
+        if not done:
+            done.append(True)
+            block_torch_attention()
 
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch" or TorchGuard.blocked:
+    def find_spec(name, path=None, target=None):
+        if name != "torch" or done:
             return None
         import importlib.machinery
 
@@ -259,25 +266,45 @@ class TorchGuard:
             left = signal.alarm(0)  # loading PyTorch (seconds on a busy machine) is not the answer's time
             try:
                 real(module)
-                if not TorchGuard.blocked:
-                    TorchGuard.blocked = True
-                    block_torch_attention()
+                block_once()
             finally:
                 if left:
                     signal.alarm(left)
         spec.loader.exec_module = exec_module
         return spec
 
+    return types.SimpleNamespace(find_spec=find_spec), block_once
 
-def torch_unblocked() -> bool:
-    """PyTorch's library is in this process and its attention was never blocked (the guard bypassed)."""
-    if TorchGuard.blocked:
-        return False
+
+STARTS = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system",
+                    "subprocess.Popen", "pty.spawn"})
+NATIVE_STARTS = frozenset({"fork", "vfork", "clone", "clone3", "posix_spawn", "posix_spawnp", "system", "execve",
+                           "execv", "execvp", "popen", "syscall"})
+
+
+def no_processes(event, args):
+    """An audit hook: no answer starts a process in the re-check (issue 40, a_r11: 60 busy forks slowed the
+    whole class, unflagged); each try is refused and noted ("tried: os.fork"), as in the kernel."""
+    if event in STARTS or (event == "ctypes.dlsym" and len(args) > 1 and str(args[1]) in NATIVE_STARTS):
+        what = event if event != "ctypes.dlsym" else f"ctypes {args[1]}"
+        blocked_calls.append(f"tried: {what}")
+        raise PermissionError(f"the re-check starts no process ({what})")
+
+
+def torch_loaded(_open=os.open, _read=os.read, _close=os.close) -> bool:
+    """PyTorch's library is mapped into this process: read from the kernel's /proc/self/maps with the
+    functions bound when the harness loaded (an answer that rebinds ``open`` or ``os.read`` changes nothing)."""
     try:
-        with open("/proc/self/maps") as f:
-            return "libtorch" in f.read()
+        fd = _open("/proc/self/maps", os.O_RDONLY)
     except OSError:
-        return "torch" in sys.modules
+        return True  # cannot tell: as if loaded (a harness always has /proc in its sandbox)
+    try:
+        chunks = []
+        while chunk := _read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        _close(fd)
+    return b"libtorch" in b"".join(chunks)
 
 
 def block_torch_attention():
@@ -408,12 +435,19 @@ def main(work):
     os.makedirs("/tmp/answers", exist_ok=True)
     os.chdir("/tmp/answers")
     os._exit = no_exit
-    namespace = {"__name__": "__main__", "get_ipython": lambda: FakeIPython()}
+    # The answers run in a module of their own, which is __main__ for them: the harness is no module an
+    # answer can fetch by name (sys.modules["__main__"] was the harness, its guard and its save()).
+    answers_module = types.ModuleType("__main__")
+    namespace = answers_module.__dict__
+    namespace["get_ipython"] = lambda: FakeIPython()
+    sys.modules["__main__"] = answers_module
     exec(compile(job["setup"], "<setup>", "exec"), namespace)
-    if "torch" in sys.modules or any("torch" in s for s in job["answers"].values()):
-        TorchGuard.blocked = True  # imported here, outside the answers' time limit
-        block_torch_attention()
-    sys.meta_path.insert(0, TorchGuard())
+    guard, block_once = torch_guard()
+    spelled = "torch" in sys.modules or any("torch" in s for s in job["answers"].values())
+    if spelled:
+        block_once()  # imported here, outside the answers' time limit
+    sys.meta_path.insert(0, guard)
+    sys.addaudithook(no_processes)  # for good: an audit hook cannot be removed
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     signal.signal(signal.SIGALRM, on_alarm)
     # Each task is called as it stood when its own test ran in the notebook: right after its answer
@@ -437,11 +471,13 @@ def main(work):
         if task["func_name"] not in index["tasks"]:
             run_task(ti, task, namespace, job, out_dir, index)
             write_index()
-    if torch_unblocked():  # the guard was taken away before PyTorch was imported: no result counts
-        blocked_calls.append("PyTorch imported past the grader's guard")
+    if not spelled and torch_loaded():
+        # PyTorch loaded though no answer says "torch": imported by a name built at run time, which only
+        # hides it (whatever the guard was told or whether it was still there): no result counts
+        blocked_calls.append(PAST_THE_GUARD)
         for entry in index["tasks"].values():
             for i, _ in enumerate(entry.get("results", [])):
-                entry["results"][i] = {"error": "PyTorch imported past the grader's guard"}
+                entry["results"][i] = {"error": PAST_THE_GUARD}
     index["blocked"] = sorted(set(blocked_calls))
     index["done"] = True
     write_index()

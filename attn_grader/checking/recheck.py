@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..files.safeio import Refused, read_regular
+from ..files.safeio import Refused, clean_data, clean_text, read_regular
 from ..isolation import sandbox
 from . import feed
 from .core import NOT_ATTEMPTED, Raised, Task, describe_difference, diagnose, raised_note, to_numpy
@@ -202,7 +202,8 @@ def _read_index(box: str) -> dict:
         return {"malformed": f"result index unreadable ({type(exc).__name__})"}
     if not isinstance(index, dict):
         return {"malformed": "result index is not a mapping"}
-    return {k: index[k] for k in ("answers", "tasks", "blocked", "done") if k in index}
+    # every string in it is the answer's (an exception's message): made safe here, once (issue 40, r03)
+    return clean_data({k: index[k] for k in ("answers", "tasks", "blocked", "done") if k in index})
 
 
 class _Budget(ValueError):
@@ -232,8 +233,28 @@ class _Outputs:
                 raise _Budget("outputs beyond the re-check's read budget") from None
             raise
         self.left -= len(data)
-        arr = np.load(io.BytesIO(data), allow_pickle=False)
+        arr = _load_npy(data)
         return tuple(arr) if seq and arr.ndim else arr
+
+
+def _load_npy(data: bytes) -> np.ndarray:
+    """A .npy file the answer may have written itself (it can replace the harness's save): its header is
+    checked against the bytes there are before anything is allocated; no object dtype (issue 40, r07)."""
+    f = io.BytesIO(data)
+    version = np.lib.format.read_magic(f)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f"a .npy of format {version}")
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read_header(f, max_header_size=4096)
+    if dtype.hasobject or not all(isinstance(n, int) and 0 <= n <= MAX_OUTPUT for n in shape):
+        raise ValueError(f"a .npy header of dtype {dtype.str} and shape {shape} (refused)")
+    count = 1
+    for n in shape:
+        count *= n
+    if count * dtype.itemsize != len(data) - f.tell() or count * dtype.itemsize > MAX_OUTPUT:
+        raise ValueError(f"a .npy header claiming {count * dtype.itemsize} bytes, with {len(data) - f.tell()} there")
+    f.seek(0)
+    return np.load(f, allow_pickle=False)
 
 
 def _read_outputs(box: str, index: dict, budget: int = MAX_READ) -> dict:
@@ -255,8 +276,9 @@ def _read_outputs(box: str, index: dict, budget: int = MAX_READ) -> dict:
             except _Budget as exc:
                 index["malformed"] = str(exc)
                 results.append({"error": str(exc)})
-            except (Refused, ValueError, KeyError, OSError, EOFError) as exc:
-                results.append({"error": f"unreadable output ({type(exc).__name__})"})
+            except Exception as exc:  # noqa: BLE001 - the file is the answer's: it costs this task, never the row
+                why = clean_text(exc, 160) if isinstance(exc, (Refused, ValueError)) else type(exc).__name__
+                results.append({"error": f"the answer's output could not be read: {why}"})
         out[name] = {"results": results}
     return out
 

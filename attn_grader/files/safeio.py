@@ -11,6 +11,7 @@ file or the new one, never half of one.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 
@@ -108,7 +109,8 @@ def write_atomic(path: str, data: str | bytes, mode: int = 0o644) -> None:
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            # errors="replace": a lone surrogate that got past clean_text costs a '?', never the run (issue 40)
+            f.write(data.encode("utf-8", errors="replace") if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
@@ -119,3 +121,34 @@ def write_atomic(path: str, data: str | bytes, mode: int = 0o644) -> None:
         except OSError:
             pass
         raise
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+TEXT_CAP = 4000
+
+
+def encodable(text: str) -> str:
+    """``text`` with every code point UTF-8 cannot encode (a lone surrogate, which JSON's ``\\ud800`` gives
+    back) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def clean_text(value, limit: int | None = TEXT_CAP) -> str:
+    """A string that crossed from the sandbox, made safe once where it is read: encodable, no control
+    character but newline and tab, at most ``limit`` characters."""
+    text = value if isinstance(value, str) else str(value)
+    return _CONTROL.sub("", encodable(text[:limit] if limit is not None else text))
+
+
+def clean_data(value, depth: int = 0):
+    """JSON data from the sandbox with every string (keys too) passed through :func:`clean_text`."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if depth > 32:
+        return None
+    if isinstance(value, dict):
+        return {clean_text(k, 200): clean_data(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_data(v, depth + 1) for v in value]
+    return value

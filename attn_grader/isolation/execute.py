@@ -37,6 +37,7 @@ from traitlets import Integer, Unicode
 from ..files.safeio import read_regular
 from . import sandbox
 from .kernel import AUDIT_FILE
+from .sanitize import AFTER_HIDDEN, _is_test
 
 MAX_MESSAGE = 8 << 20  # bytes of one message (one frame) from a kernel, refused by zmq before it is decoded
 QUEUED_MESSAGES = 64  # messages zmq holds for the grader at most (per socket): with MAX_MESSAGE, 512 MB
@@ -236,7 +237,35 @@ class ContainedExecute(Execute):
             content = msg.get("content", {})
             msg = {**msg, "content": {"ename": str(content.get("ename", "Error"))[:100],
                                       "evalue": "[grader: output truncated]", "traceback": []}}
+        if cell_index >= getattr(self, "_first_test", 1 << 30):
+            msg = self._after_tests(msg, kind)
+            if msg is None:
+                return None
         return super().process_message(msg, cell, cell_index)
+
+    def _after_tests(self, msg, kind: str):
+        """A message that arrives while a cell from the first test cell on runs: it may carry the hidden
+        tests (a hook reads them), so it may change no earlier cell's output (issue 40, r02).  nbclient
+        writes a display-id update, or a display or result with a display id already shown, into every
+        output with that id, whichever cell holds it: the update is dropped, a display loses its id, and
+        the earlier cells it was aimed at show the fixed line instead (at the end of the notebook)."""
+        content = msg.get("content")
+        transient = content.get("transient") if isinstance(content, dict) else None
+        display_id = transient.get("display_id") if isinstance(transient, dict) else None
+        if kind == "update_display_data" or display_id:
+            aimed = self._display_id_map.get(display_id, {}) if isinstance(display_id, str) else {}
+            self._blank_after_tests.update(i for i in aimed if i < self._first_test)
+        if kind == "update_display_data":
+            return None
+        if display_id:
+            msg = {**msg, "content": {**content, "transient": {}}}
+        return msg
+
+    def _blank_aimed_at(self) -> None:
+        from nbformat.v4 import new_output
+
+        for index in sorted(getattr(self, "_blank_after_tests", ())):
+            self.nb.cells[index].outputs = [new_output("stream", name="stdout", text=AFTER_HIDDEN + "\n")]
 
     def preprocess(self, nb, resources=None, km=None):
         from nbclient.client import NotebookClient
@@ -276,6 +305,7 @@ class ContainedExecute(Execute):
         finally:
             self.timeout = cell_timeout
             self._close_box(report)
+            self._blank_aimed_at()
         report["output_truncated"] = self._output_truncated
         report["started_ahead"] = getattr(self, "_started_ahead", False)
         report["seconds"] = round(time.monotonic() - start, 2)
@@ -293,6 +323,8 @@ class ContainedExecute(Execute):
             self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
             self._start_ahead()
             stop_reason = None
+            self._blank_after_tests: set[int] = set()
+            self._first_test = next((i for i, c in enumerate(self.nb.cells) if _is_test(c)), len(self.nb.cells))
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code":
                     continue

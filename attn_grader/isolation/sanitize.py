@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 from ..files.languages import one_of_the_releases
+from ..files.safeio import encodable
 
 IGNORED = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "Thumbs.db"}
 
@@ -277,8 +278,8 @@ def clear_hidden_tests(nb) -> None:
             cell.source = _HIDDEN.sub("", _source(cell)).rstrip()
 
 
-def _text(value) -> str:
-    return "".join(map(str, value)) if isinstance(value, list) else str(value) if value is not None else ""
+def _text(value) -> str:  # encodable: a lone surrogate (JSON gives "\\ud800" back) replaced, issue 40
+    return encodable("".join(map(str, value)) if isinstance(value, list) else str(value) if value is not None else "")
 
 
 def _redact(text: str, hidden: list[str]) -> str:

@@ -135,6 +135,7 @@ def _journal_kept(root: str) -> dict[str, tuple[str, Result]]:
         for line in f:
             with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
                 entry = json.loads(line)
+                json.dumps(entry, ensure_ascii=False).encode("utf-8")  # text no file can hold: dropped, graded again
                 r = Result.from_dict(entry["result"])
                 kept[r.key] = (entry["digest"], r)
     return kept

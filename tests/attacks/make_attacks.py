@@ -380,7 +380,7 @@ attacks["a10b_empty_folder"] = (None, {"score": None, "status": "ungradable"})
 
 if __name__ == "__main__":
     for name in os.listdir(HERE):
-        if name[:1] in "abde" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
+        if name[:1] in "abdef" and name[1:3].isdigit() and os.path.isdir(os.path.join(HERE, name)):
             shutil.rmtree(os.path.join(HERE, name))
     expected = {}
     for name, (nb, exp) in attacks.items():

@@ -113,8 +113,9 @@ def round4(honest, after) -> dict:
                                                 "feedback_lacks": ["LEAK-B64 ", "LEAK-REV ", "LEAK-KEPT "]})
     attacks["e05_script_in_every_output_type"] = (after("attention_scores_for_query_answer", SCRIPTS),
                                                   {"score": 10, "flagged": False, "no_script": True})
+    # PyTorch loaded by a built name voids the re-check (issue 40, round 5: the guard is a second layer)
     attacks["e06_torch_attention_spelled_apart"] = (honest(output_for_query_answer=TORCH_SPELLED),
-                                                    {"score": 7, "flagged": True})
+                                                    {"score": 0, "flagged": True})
     attacks["e07_torch_past_the_guard"] = (honest(output_for_query_answer=TORCH_PAST_THE_GUARD),
                                            {"score": 0, "flagged": True})
     return attacks

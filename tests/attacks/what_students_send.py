@@ -12,6 +12,7 @@ import json
 import nbformat
 
 from round4 import round4
+from round5 import round5
 
 # Run when the harness exits, after it wrote its index (the re-check's process; nothing in the kernel).
 AT_EXIT = """
@@ -122,4 +123,5 @@ def what_students_send(honest, after) -> dict:
     attacks["d08_huge_kernel_messages"] = (after("attention_scores_for_query_answer", HUGE_MESSAGES),
                                            {"score": 0, "flagged": True})
     attacks.update(round4(honest, after))  # issue 40's
+    attacks.update(round5(honest, after))  # issue 40's fresh attacker
     return attacks
