@@ -33,6 +33,7 @@ blocks it has read.
 
 import contextlib
 import copy
+import errno
 import json
 import os
 import pickle
@@ -267,6 +268,8 @@ def call_capped(fn, args: tuple, out_dir: str, prefix: str) -> dict:
                 result = save(to_plain(call(fn, args)), out_dir, prefix)
             except MemoryError:
                 result = {"error": KEPT}
+            except OSError as exc:  # a file over the cap (Python ignores SIGXFSZ: the write fails with EFBIG)
+                result = {"error": KEPT if exc.errno == errno.EFBIG else f"OSError: {str(exc)[:200]}"}
             except BaseException as exc:  # noqa: BLE001
                 result = {"error": REFERENCE_CALLED if calls_reference(exc) else
                           f"{type(exc).__name__}: {str(exc)[:200]}"}
