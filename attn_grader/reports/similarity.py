@@ -259,7 +259,8 @@ def _torch_sources() -> list[tuple[str, str]]:
 @functools.lru_cache(maxsize=1)
 def known_code() -> tuple[tuple[str, str], ...]:
     """(where, source) of the public code an answer could be copied from: every function of ``attn_ref``,
-    the catalogue's reference answers (its ``_ref_`` functions and its answer strings), the book's code cells, PyTorch's attention in Python."""
+    the catalogue's reference answers (its ``_ref_`` functions and answer strings), the book's code cells,
+    PyTorch's attention in Python."""
     out: list[tuple[str, str]] = []
     ref = _package_dir("attn_ref")
     for path in sorted(ref.rglob("*.py")) if ref else []:
