@@ -183,7 +183,8 @@ def test_the_task_4_reference_is_the_attention_layer_of_the_reference_in_the_har
      {"online_softmax": "blocks_copied", "blocked_attention": "read_twice"}),
     ("ps12_efficient", {"online_softmax_answer": B.PIPE_READ_AHEAD, "blocked_attention_answer": B.MANGLED_DATA,
                         "causal_linear_attention_answer": B.KEPT_QUADRATIC_LINEAR},
-     {"online_softmax": "read_twice", "blocked_attention": "error", "causal_linear_attention": "error"}),
+     {"online_softmax": ("read_twice", "error"),  # its stream ends early: StreamError, named by the timing
+      "blocked_attention": "error", "causal_linear_attention": "error"}),
     ("ps12_efficient", {"online_softmax_answer": B.TORCH_ONE_PASS, "causal_linear_attention_answer": B.EPS_LINEAR},
      {"online_softmax": "", "causal_linear_attention": ""}),
     ("ps09_cnn", {}, {"attention_as_conv": ""}),
@@ -203,7 +204,7 @@ def test_the_recheck_in_its_sandbox_fails_the_bypasses(assignment, answers, expe
     verdicts = recheck.compare(tasks, cases, index)
     for func, mistake in expect.items():
         assert verdicts[func].passed is (mistake == ""), verdicts[func]
-        assert verdicts[func].mistake == mistake, verdicts[func]
+        assert verdicts[func].mistake in (mistake if isinstance(mistake, tuple) else (mistake,)), verdicts[func]
 
 
 @pytest.mark.parametrize(("var", "name"), [
