@@ -298,3 +298,15 @@ def test_a_capped_call_stops_kept_blocks_and_decides_the_end_itself(tmp_path, mo
     mu, s = np.load(tmp_path / "one_pass.npy")
     assert mu == x.max() and np.isclose(s, np.exp(x - x.max()).sum())
     assert got["stop_early"]["error"].startswith("StreamError"), got
+
+
+@pytest.mark.parametrize(("var", "name"), [("TORCH_STACK_LINEAR", "causal_linear_attention"),
+                                           ("IN_PLACE_ONE_PASS", "online_softmax")])
+@pytest.mark.slow
+def test_stacked_torch_outputs_and_in_place_blocks_pass_in_process(var, name):
+    """Issue 41 (c), (d): one output per position is the answer's result, not kept blocks (PyTorch's float32
+    tensors included), and an answer owns the block it gets: the notebook's hidden test passes them, as the
+    re-check does."""
+    from attn_grader.checking.core import check
+
+    check("ps12_efficient", name, _answer(getattr(B, var), name))
