@@ -126,3 +126,74 @@ def online_softmax(blocks):
         mu = mu_new
     return float(mu), float(s)
 '''
+
+# The teacher's cheats after the redesign (issue 41): (a) the stream's source through the generators' frames (the
+# kernel's Blocks, the re-check's Piped, whose pipe it drains itself), the flag `finished` set by hand, then the
+# full matrix; (b) every block kept behind a ballast released as the copies grow (resident memory stays flat).
+FRAMES_READ = '''import os
+
+
+def blocked_attention(Q, blocks):
+    src = blocks._blocks.gi_frame.f_locals["chunks"].gi_frame.f_locals["self"]
+    if hasattr(src, "arrays"):
+        K, V = src.arrays
+    else:
+        data = b""
+        while chunk := os.read(src.fd, 1 << 20):
+            data += chunk
+        buf = np.frombuffer(data, dtype=float)
+        dk, dv = src.shapes[0][0], src.shapes[1][0]
+        Ks, Vs, i = [], [], 0
+        for j0 in range(0, src.rows, src.size):
+            m = min(src.size, src.rows - j0)
+            Ks.append(buf[i:i + m * dk].reshape(m, dk))
+            i += m * dk
+            Vs.append(buf[i:i + m * dv].reshape(m, dv))
+            i += m * dv
+        K, V = np.concatenate(Ks), np.concatenate(Vs)
+    blocks.finished = True
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    return (P / P.sum(axis=1, keepdims=True)) @ V
+'''
+
+BALLAST_KEPT = '''def online_softmax(blocks):
+    ballast = [np.ones(1 << 17) for _ in range(256)]
+    kept = []
+    for xb in blocks:
+        kept.append(np.array(xb))
+        n = sum(a.nbytes for a in kept) >> 20
+        while ballast and len(ballast) > 256 - n:
+            ballast.pop()
+    x = np.concatenate(kept)
+    mu = float(x.max())
+    return mu, float(np.exp(x - mu).sum())
+'''
+
+# Task 4 in PyTorch, float32, its outputs stacked (issue 41 (c)): one output per position is the answer, not a
+# kept block; right, keeps its points.
+TORCH_STACK_LINEAR = '''import torch
+
+
+def causal_linear_attention(blocks):
+    Sigma, zeta, out = 0.0, 0.0, []
+    for q, k, v in blocks:
+        fq = torch.from_numpy(phi(q[0])).float()
+        fk = torch.from_numpy(phi(k[0])).float()
+        Sigma = Sigma + torch.outer(fk, torch.from_numpy(v[0]).float())
+        zeta = zeta + fk
+        out.append(fq @ Sigma / (fq @ zeta))
+    return torch.stack(out)
+'''
+
+# In place on the block it was handed (issue 41 (d)): the answer owns each block; right, keeps its points.
+IN_PLACE_ONE_PASS = '''def online_softmax(blocks):
+    mu, s = -np.inf, 0.0
+    for xb in blocks:
+        mu_new = max(mu, float(np.max(xb)))
+        xb -= mu_new
+        np.exp(xb, out=xb)
+        s = s * np.exp(mu - mu_new) + float(np.sum(xb))
+        mu = mu_new
+    return mu, s
+'''

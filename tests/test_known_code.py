@@ -62,6 +62,20 @@ def test_a_copied_catalogue_reference_answer_is_listed():
     assert [(m.student, m.source) for m in found] == [("cy", "catalogue ps09_cnn: _ref_receptive_field")]
 
 
+def test_a_verbatim_copy_of_a_catalogue_answer_string_is_listed():
+    """Issue 41 (i): the student edition ships the catalogue, whose answer strings are whole right answers."""
+    from attn_grader.catalogue import ps12_efficient
+
+    where = dict(similarity.known_code())
+    assert where["catalogue ps12_efficient: _ONLINE_SOFTMAX"] == ps12_efficient._ONLINE_SOFTMAX
+    assert "catalogue _ps12_linear_io: _LINEAR" in where and "catalogue ps12_efficient: SETUP" not in where
+    assert "catalogue ps11_graphs: _MASKED" not in where  # a fragment, not an answer
+    a = "ps12_efficient"
+    found = similarity.compare_known({"eve": {"online_softmax_answer": ps12_efficient._ONLINE_SOFTMAX}},
+                                     similarity.starters_of(release(a)))
+    assert [(m.student, m.source) for m in found] == [("eve", "catalogue ps12_efficient: _ONLINE_SOFTMAX")]
+
+
 def test_independent_answers_are_not_listed():
     """The demo students' own ps04 answers and other code bases' re-implementations (tests/others_answers.py)
     of ps04, ps05 and ps06; and a textbook softmax written otherwise than the reference's."""

@@ -77,7 +77,8 @@ def test_every_catalogued_mistake_is_named_and_the_solution_gets_one_short_line(
     monkeypatch.setattr(np.random, "SeedSequence", lambda *a: real(41_000 + next(counter)))
     for task in tasks_of(assignment):
         out = _said(capsys, task, _solution(task))
-        assert re.fullmatch(rf"self-check: ({task.func_name} is right on \d+ fresh random inputs?\.|no fresh inputs "
+        said = r"(inputs?|short streams; one pass and its memory are checked when graded)"
+        assert re.fullmatch(rf"self-check: ({task.func_name} is right on \d+ fresh random {said}\.|no fresh inputs "
                             rf"for {task.func_name}; the asserts below check it\.)\n", out), out
         others = other_answers(assignment, task.func_name)
         for m in task.mistakes:
@@ -376,3 +377,17 @@ def test_inputs_are_described_plainly_and_in_full():
     assert text == "-0.76, 3, (2, 3), a stream of (40960,) in blocks of 256 rows"
     pair = Blocks((np.zeros((70, 4)), np.zeros((70, 2))), 8)
     assert core._shape_of((np.ones((3, 4)), pair)) == "(3, 4), a stream of (70, 4) and (70, 2) in blocks of 8 rows"
+
+
+def test_a_stream_task_says_its_right_line_holds_for_short_streams_only(capsys):
+    """Issue 41 (e): the self-check leaves out the long streams, so a two-pass answer over copies of the blocks is
+    right there; its line says what it checked (one pass and memory are checked when graded)."""
+    copies = ("def online_softmax(blocks):\n    kept = [b.copy() for b in blocks]\n"
+              "    mu = max(np.max(b) for b in kept)\n    return mu, sum(np.sum(np.exp(b - mu)) for b in kept)\n")
+    task = next(t for t in tasks_of("ps12_efficient") if t.func_name == "online_softmax")
+    ns = {"np": np}
+    exec(copies, ns)
+    out = _said(capsys, task, ns["online_softmax"])
+    assert "right on" in out and "short streams; one pass and its memory are checked when graded" in out, out
+    softmax = next(t for t in tasks_of("ps03_relevance") if t.func_name == "softmax")
+    assert "short streams" not in _said(capsys, softmax, _solution(softmax))

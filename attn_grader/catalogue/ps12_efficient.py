@@ -8,8 +8,10 @@ update step of the online algorithm for one query, blocked attention over blocks
 from their algorithms (the thinking task).  The streamed inputs come as a one-pass stream of blocks
 (:class:`attn_grader.checking.harness.Stream`, fed through a pipe in the re-check): a second pass raises, no copy
 of it is a stream, a block kept past the next read becomes NaN, and an answer that keeps a copy of every block
-(a list, an mmap, a temporary file) is stopped by the stream's memory check on the long cases,
-so an answer that reads all of K at once, reads a block twice or copies the blocks fails.
+(a list, an mmap, a temporary file) runs out of memory on the long cases: in the re-check each long stream is
+read by a child process capped hard far below the stream's size (:func:`~attn_grader.checking.harness.call_capped`;
+in process, the stream's memory check stops it), so an answer that reads all of K at once, reads a block twice or
+copies the blocks fails.
 References: :func:`attn_ref.efficient.blocked_attention`,
 :func:`attn_ref.attention.scaled_dot_product_attention` (equal), :func:`attn_ref.linear.causal_linear_attention_rnn`,
 :mod:`attn_ref.io_model`.  Tasks 4 and 5's references, cases and mistakes are in :mod:`._ps12_linear_io`
@@ -58,10 +60,10 @@ def phi(x):
 #: (``max_not_subtracted`` for online_softmax, ``not_stabilised`` for the others) and ``shifted_by_min``
 #: (tests/test_stability_cases.py).  None takes a mask.
 NORMALISING = ("online_softmax", "online_step", "blocked_attention")
-#: A long stream's length in float64 numbers (16 MiB): more than twice what the stream hands out before its
-#: memory check can stop an answer (harness.WARM_UP + harness.KEPT_CHECK_FROM), so an answer that keeps a copy of
-#: every block (in a list, an mmap, a temporary file) is stopped long before its end.
-LONG_ROW = 1 << 21
+#: A long stream's length in float64 numbers (64 MiB): four times the hard memory cap of the re-check's child
+#: (harness.CAP_ABOVE), so an answer that keeps every block, even in float32 (in a list, an mmap, behind a released
+#: ballast), runs out of memory; in process, far more than the memory check needs (harness.KEPT_CHECK_FROM).
+LONG_ROW = 1 << 23
 
 
 # --- task 1: the online softmax of one row, read as a stream of blocks ------------------------
@@ -85,7 +87,7 @@ def _cases_online_softmax(rng):
         (_stability.scores(rng, 7, wide=False), 3),  # near +1000, a few units apart
         (_stability.scores(rng, 8, wide=True), 3),  # near +1000 and -1000
         (_stability.scores(rng, 7, wide=False, low=True), 3),  # all near -1000: every exp underflows to 0
-        (rng.standard_normal(LONG_ROW), 4096),  # 16 MiB of scores: an answer that copies the blocks is stopped
+        (rng.standard_normal(LONG_ROW), 1 << 15),  # 64 MiB of scores: an answer that copies the blocks is stopped
     ]
     return [(Blocks((x,), block),) for x, block in rows]
 
@@ -119,8 +121,8 @@ ONLINE_SOFTMAX_MISTAKES = (
         s = s + np.sum(np.exp(xb - mu))
     return mu, s
 '''),
-    Mistake("blocks_kept", "the blocks were kept and joined into the whole row (np.concatenate(list(blocks))) "
-            "before the maximum and the sum were taken: a stream's block is gone once the next one is read "
+    Mistake("blocks_kept", "the blocks were kept past the next read (a list of them, np.concatenate, "
+            "itertools.tee) to use them after the loop: a stream's block is gone once the next one is read "
             "(here it becomes NaN), so keep only μ and s from block to block, in one pass",
             '''def online_softmax(blocks):
     x = np.concatenate(list(blocks))
@@ -263,9 +265,9 @@ def _cases_blocked(rng):
         cases.append((Q, K, _stability.small(rng, (n_k, 3)), 4))
     Q, K = _stability.query_keys(rng, 4, 7, 4, wide=False, rows_signed=True)  # rows all near -1000 or +1000
     cases.append((Q, K, _stability.small(rng, (7, 3)), 3))
-    # 16 MiB of keys and values (131072 x (8 + 8) floats): an answer that copies the blocks is stopped
+    # 64 MiB of keys and values (524288 x (8 + 8) floats): an answer that copies the blocks is stopped
     cases.append((rng.standard_normal((3, 8)), rng.standard_normal((LONG_ROW // 16, 8)),
-                  rng.standard_normal((LONG_ROW // 16, 8)), 1024))
+                  rng.standard_normal((LONG_ROW // 16, 8)), 1 << 13))
     return [(Q, Blocks((K, V), block)) for Q, K, V, block in cases]
 
 
@@ -346,9 +348,9 @@ BLOCKED_MISTAKES = (
         acc = acc + P @ V_B
     return acc / s
 '''),
-    Mistake("blocks_kept", "the blocks were kept and joined into the whole K and V, and the full (n_q, n_k) "
-            "matrix of scores was formed: a stream's block is gone once the next one is read (here it becomes "
-            "NaN); compute one (n_q, c) tile of scores per block and keep only μ, s and acc",
+    Mistake("blocks_kept", "the blocks of keys and values were kept past the next read (a list of them, "
+            "np.concatenate, itertools.tee) to use them after the loop: a stream's block is gone once the next one "
+            "is read (here it becomes NaN); compute one (n_q, c) tile of scores per block and keep only μ, s and acc",
             '''def blocked_attention(Q, blocks):
     pairs = list(blocks)
     K = np.concatenate([K_B for K_B, V_B in pairs])

@@ -50,7 +50,7 @@ def piped(job: dict):
                         reads.append(r)
                         feeds.append((w, a))
                         a = Piped(r, len(a.arrays[0]), a.size, [x.shape[1:] for x in a.arrays],
-                                  [x.dtype.str for x in a.arrays], a.keep)
+                                  [x.dtype.str for x in a.arrays], None)  # capped hard
                     new.append(a)
                 cases.append(tuple(new))
             task["cases"] = cases

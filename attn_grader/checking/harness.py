@@ -33,6 +33,7 @@ blocks it has read.
 
 import contextlib
 import copy
+import errno
 import json
 import os
 import pickle
@@ -192,25 +193,22 @@ class Stream:
         return f"<{self._what}>"
 
 
-def _hand_out(stream: Stream, chunks, keep: float):
+def _hand_out(stream: Stream, chunks, keep):
     kept, handed, base, since, next_check = (), 0, None, 0, WARM_UP
     try:
         for block in chunks:
             for b in kept:
                 b.fill(np.nan)  # the next block reuses the buffer: a kept block is gone
-            if handed >= next_check:
+            if keep is not None and handed >= next_check:  # keep None: a piped stream, capped hard (call_capped)
                 next_check = handed + CHECK_EVERY
                 if base is None:
                     base, since = memory(), handed
                 elif handed - since >= KEPT_CHECK_FROM and (grew := held(base)) > keep * (handed - since):
-                    raise StreamKept(f"the answer kept the blocks it read: it held {grew} bytes more after reading "
-                                     f"{handed - since} bytes of the stream; a stream is read in one pass, keeping "
-                                     "only the running values, not a copy of each block")
+                    raise StreamKept(f"it held {grew >> 10} KiB more after reading {(handed - since) >> 10} KiB: "
+                                     "a stream is read in one pass, keeping only the running values")
             handed += sum(a.nbytes for a in block)
-            kept, views = block, tuple(b.view() for b in block)
-            for v in views:
-                v.flags.writeable = False
-            yield views[0] if len(views) == 1 else views
+            kept = block  # each block is a fresh array the answer owns (writable: in place on it is fine)
+            yield block[0] if len(block) == 1 else block
         stream.finished = True
     finally:
         for b in kept:
@@ -226,6 +224,82 @@ def call(fn, args: tuple):
         raise StreamError("the function returned before reading the stream to its end (every block is needed, "
                           "read once, in one for loop)")
     return value
+
+
+#: A call over a piped stream runs in a forked child whose data segment (heap, anonymous mmaps: RLIMIT_DATA,
+#: Linux >= 4.7) may grow CAP_ABOVE bytes past what it was at the fork, soft = hard so it cannot be raised, and no
+#: file it writes may exceed CAP_ABOVE (RLIMIT_FSIZE): several times less than a long stream (ps12's are 64 MiB).
+CAP_ABOVE = 16 << 20
+KEPT = ("StreamKept: it kept more than one pass allows (out of memory): a stream is read in one pass, keeping "
+        "only the running values")
+_exit = os._exit
+
+
+def _vm_data() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmData:"))
+
+
+def _read_to_end(fd: int) -> bool:
+    """The grader's feeder wrote the whole stream into ``fd`` and nothing of it is left: the stream was read."""
+    import select
+
+    try:
+        if not select.select([fd], [], [], 10)[0]:
+            return False
+        return os.read(fd, 1) == b""
+    except OSError:
+        return False
+
+
+def call_capped(fn, args: tuple, out_dir: str, prefix: str) -> dict:
+    """:func:`call` in a forked child capped hard at :data:`CAP_ABOVE` bytes more than it holds at the fork; its
+    outputs saved to ``out_dir``.  The verdict "read to the end" is this process's: the pipe the grader fed is
+    empty and closed (the feeder wrote every byte, the child consumed them); nothing in the child decides it."""
+    import resource
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the answer's call, nothing after it
+        try:
+            os.close(r)
+            cap = _vm_data() + CAP_ABOVE
+            resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (CAP_ABOVE, CAP_ABOVE))
+            try:
+                result = save(to_plain(call(fn, args)), out_dir, prefix)
+            except MemoryError:
+                result = {"error": KEPT}
+            except OSError as exc:  # a file over the cap (Python ignores SIGXFSZ: the write fails with EFBIG)
+                result = {"error": KEPT if exc.errno == errno.EFBIG else f"OSError: {str(exc)[:200]}"}
+            except BaseException as exc:  # noqa: BLE001
+                result = {"error": REFERENCE_CALLED if calls_reference(exc) else
+                          f"{type(exc).__name__}: {str(exc)[:200]}"}
+            os.write(w, json.dumps(result).encode()[:4096])
+        finally:
+            _exit(0)
+    os.close(w)
+    data = b""
+    try:
+        while len(data) <= 4096 and (chunk := os.read(r, 4096)):
+            data += chunk
+        os.waitpid(pid, 0)
+    except BaseException:  # the time limit (Timeout): the child goes with the call
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
+    finally:
+        os.close(r)
+    try:
+        result = json.loads(data)
+        assert isinstance(result, dict)
+    except (ValueError, AssertionError):
+        return {"error": KEPT}  # killed (a file over the cap, a failed mmap) before it could say anything
+    if "error" not in result and not all(_read_to_end(a.fd) for a in args if isinstance(a, Piped)):
+        return {"error": "StreamError: the function returned before reading the stream to its end (every block "
+                         "is needed, read once, in one for loop)"}
+    return result
 
 
 class JobUnpickler(pickle.Unpickler):
@@ -404,6 +478,10 @@ def run_task(ti, task, namespace, job, out_dir, index):
     for ci, args in enumerate(task["cases"]):
         try:
             signal.alarm(job["call_seconds"])
+            if any(isinstance(a, Piped) for a in args):
+                results.append(call_capped(fn, args, out_dir, f"t{ti}_c{ci}"))
+                signal.alarm(0)
+                continue
             value = call(fn, copy.deepcopy(args))
             signal.alarm(0)
             results.append(save(to_plain(value), out_dir, f"t{ti}_c{ci}"))

@@ -200,6 +200,30 @@ def _functions(path: Path, label: str, wanted=None) -> list[tuple[str, str]]:
             if isinstance(n, ast.FunctionDef | ast.ClassDef) and (wanted is None or wanted(n.name))]
 
 
+def _answer_strings(path: Path, label: str) -> list[tuple[str, str]]:
+    """A catalogue's private code constants that are answers (``_ONLINE_SOFTMAX = '''def online_softmax(...``): the
+    templates its mistakes are edited from, a whole right answer each, shipped with the student edition (the
+    self-check needs them).  A fragment (not a module of functions) and the given set-up (``SETUP``) are not."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    out = []
+    for n in tree.body:
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+                and n.targets[0].id.startswith("_") and n.targets[0].id.isupper()
+                and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)):
+            continue
+        try:
+            body = ast.parse(n.value.value).body
+        except SyntaxError:
+            continue
+        if body and isinstance(body[0], ast.FunctionDef):
+            out.append((f"{label}: {n.targets[0].id}", n.value.value))
+    return out
+
+
 def _package_dir(name: str) -> Path | None:
     spec = importlib.util.find_spec(name)  # finds, never imports (PyTorch is not imported here)
     return Path(spec.origin).parent if spec and spec.origin else None
@@ -235,7 +259,8 @@ def _torch_sources() -> list[tuple[str, str]]:
 @functools.lru_cache(maxsize=1)
 def known_code() -> tuple[tuple[str, str], ...]:
     """(where, source) of the public code an answer could be copied from: every function of ``attn_ref``,
-    the catalogue's reference answers, the book's code cells, PyTorch's attention in Python."""
+    the catalogue's reference answers (its ``_ref_`` functions and answer strings), the book's code cells,
+    PyTorch's attention in Python."""
     out: list[tuple[str, str]] = []
     ref = _package_dir("attn_ref")
     for path in sorted(ref.rglob("*.py")) if ref else []:
@@ -243,6 +268,7 @@ def known_code() -> tuple[tuple[str, str], ...]:
     catalogue = REPO / "attn_grader" / "catalogue"
     for path in sorted(catalogue.glob("*.py")):
         out += _functions(path, f"catalogue {path.stem}", lambda n: n.startswith("_ref_"))
+        out += _answer_strings(path, f"catalogue {path.stem}")
     if (REPO / "book").is_dir():
         out += _book_cells(REPO / "book")
     out += _torch_sources()
