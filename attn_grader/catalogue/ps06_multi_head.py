@@ -321,7 +321,14 @@ def _roles_spec_cases():
     previous, _, uniform = _ideal_maps(np.arange(4))
     near = 0.52 * previous + 0.48 * uniform  # just nearer 'previous' than 'uniform', its first row on itself
     wrapped = 0.51 * np.roll(np.eye(4), -1, axis=1) + 0.49 * uniform  # first query on the last key: 'uniform'
-    return [(stray[None], np.arange(6)), (np.stack([near, uniform, wrapped]), np.arange(4))]
+    tokens = np.array([0, 1, 0, 2, 1, 3])  # issue 41: mixtures on which other distances pick other roles
+    p6, s6, u6 = _ideal_maps(tokens)
+    mixed = [0.42 * p6 + 0.48 * s6 + 0.1 * u6,  # L2 distance: 'uniform'
+             0.8 * s6 + 0.2 * u6, 0.54 * s6 + 0.46 * u6,  # KL divergence (either way): 'uniform'
+             0.42 * p6 + 0.58 * u6,  # cosine similarity: 'previous token'
+             0.52 * p6 + 0.48 * s6]  # first row uniform (1/n): 'same word'
+    return [(stray[None], np.arange(6)), (np.stack([near, uniform, wrapped]), np.arange(4)),
+            (np.stack(mixed), tokens)]
 
 
 _ROLES = '''def head_roles(weights, tokens):
@@ -357,6 +364,13 @@ ROLES_MISTAKES = (
     Mistake("maps_transposed", "each head's weights were read as columns (weights[l].T); row i - 1 of a head's "
             "(n, n) weights holds query i's weights over the keys, as in task 3",
             edited(_ROLES, ("np.abs(w - m)", "np.abs(w.T - m)"))),
+    Mistake("euclidean_distance", "the distance was the Euclidean one (the square root of the sum of squared "
+            "differences, np.linalg.norm(w - m)); the task's distance is the sum of the absolute differences, which "
+            "weighs many small differences more and one large difference less",
+            edited(_ROLES, ("np.abs(w - m).sum()", "np.linalg.norm(w - m)"))),
+    Mistake("first_row_uniform", "the 'previous token' map spread the first query's weight uniformly (1/n on "
+            "every key); the first token has no previous token and puts its weight on itself",
+            edited(_ROLES, ("previous[0, 0] = 1.0", "previous[0] = 1.0 / n"))),
 )
 
 
