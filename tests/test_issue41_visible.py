@@ -61,6 +61,18 @@ WRONG = {
     p = e / e.sum(axis=1, keepdims=True) * (np.abs(idx[:, None] - idx[None, :]) <= w)
     return p / p.sum(axis=1, keepdims=True) @ V
 '''),
+    "ps11_multiplied_mask": ("ps11_graphs", "masked_softmax", '''def masked_softmax(scores, mask):
+    s = scores * mask
+    e = np.exp(s - s.max(1, keepdims=True)) * mask
+    t = e.sum(1, keepdims=True)
+    return np.divide(e, t, out=np.zeros_like(e), where=t > 0)
+'''),
+    "ps11_own_self_loops_dropped": ("ps11_graphs", "adjacency_mask", '''def adjacency_mask(edge_index, n, self_loops=True):
+    M = np.zeros((n, n), dtype=bool)
+    M[edge_index[1], edge_index[0]] = True
+    np.fill_diagonal(M, self_loops)
+    return M
+'''),
 }
 
 

@@ -102,6 +102,15 @@ MASK_MISTAKES = (
     mask[np.arange(n), np.arange(n)] = True
     return mask
 '''),
+    Mistake("own_self_loops_dropped", "the diagonal was overwritten with self_loops (np.fill_diagonal(mask, "
+            "self_loops)): with self_loops=False a self-loop the graph itself lists (an edge i -> i) was removed; "
+            "self_loops=False adds none, it keeps the graph's own",
+            '''def adjacency_mask(edge_index, n, self_loops=True):
+    mask = np.zeros((n, n), dtype=bool)
+    mask[edge_index[1], edge_index[0]] = True
+    np.fill_diagonal(mask, self_loops)
+    return mask
+'''),
 )
 
 
@@ -361,6 +370,15 @@ REACH_MISTAKES = (
     Mistake("one_layer_only", "the mask itself was returned whatever L is; stacking layers lets node i read what "
             "its neighbours read in the layer below: walks of L edges, the L-th power of the mask",
             edited(_REACH, ("for _ in range(L):", "for _ in range(min(L, 1)):"))),
+    Mistake("within_L_layers", "the nodes reached in 1, 2, ..., L layers were all kept (the union of the powers of "
+            "the mask); a layer attends only where the mask allows, so without a self-loop what node i read in an "
+            "earlier layer is not in its output any more: after L layers it holds walks of exactly L edges",
+            edited(_REACH, ("    R = np.eye(len(mask), dtype=int)\n", "    R = np.eye(len(mask), dtype=int)\n    U = R < 0\n"),
+                   ("        R = ((M @ R) > 0).astype(int)\n", "        R = ((M @ R) > 0).astype(int)\n        U = U | (R > 0)\n"),
+                   ("    return R > 0", "    return U if L > 0 else R > 0"))),
+    Mistake("one_layer_too_many", "one layer too many was counted (the (L + 1)-th power of the mask); L layers "
+            "read along walks of L edges: the first layer reads the neighbours, the mask itself",
+            edited(_REACH, ("for _ in range(L):", "for _ in range(L + 1):"))),
 )
 
 
