@@ -73,6 +73,11 @@ WRONG = {
     np.fill_diagonal(M, self_loops)
     return M
 '''),
+    "ps05_median_peaks": ("ps05_matrix_form", "peak_weights", '''def peak_weights(Q, K):
+    A = K.T @ Q
+    return (float(np.median(softmax(A, axis=0).max(axis=0))),
+            float(np.median(softmax(A / np.sqrt(Q.shape[0]), axis=0).max(axis=0))))
+'''),
 }
 
 
