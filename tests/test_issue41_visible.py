@@ -104,3 +104,14 @@ def test_a_pytorch_one_hot_passes_its_own_test_and_does_not_fail_nearest_other()
     did: ``'Tensor' object has no attribute 'flat'`` inside a right NumPy nearest_other)."""
     run_visible("ps01_vector_sets", "one_hot", {"one_hot": TORCH_ONE_HOT})
     run_visible("ps01_vector_sets", "nearest_other", {"one_hot": TORCH_ONE_HOT})
+
+
+def test_the_stacked_reach_self_check_gets_fresh_inputs():
+    """Issue 41.2: _cases_reach ignored rng, so the self-check (fresh draws only) had nothing to check and the
+    hidden tests and the re-check saw the same eight tuples; now each draw adds sizes of its own."""
+    from attn_grader.checking.core import get_task
+    from attn_grader.selfcheck import fresh_cases
+
+    task = get_task("ps02_sequence_labeling", "stacked_reach")
+    assert len(fresh_cases(task)) >= 6
+    assert task.cases(np.random.default_rng(1)) != task.cases(np.random.default_rng(2))
