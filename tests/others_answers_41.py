@@ -38,3 +38,40 @@ OTHERS_41 += [
     ("one_sided_reach", "ps02_sequence_labeling", {"stacked_reach_answer": ONE_SIDED_REACH},
      {"stacked_reach": (False, "one_sided_reach", ())}),
 ]
+
+# ps06: the Euclidean distance, and a KL divergence (with a small epsilon, as people write it), for the L1 of the task.
+L2_HEAD_ROLES = '''def head_roles(weights, tokens):
+    n = len(tokens)
+    prev = np.eye(n, k=-1)
+    prev[0, 0] = 1.0
+    same = (tokens[:, None] == tokens[None, :]) / np.sum(tokens[:, None] == tokens[None, :], axis=1, keepdims=True)
+    uni = np.ones((n, n)) / n
+    return np.array([np.argmin([np.linalg.norm(w - m) for m in (prev, same, uni)]) for w in weights])
+'''
+
+KL_HEAD_ROLES = L2_HEAD_ROLES.replace("np.linalg.norm(w - m)", "np.sum(w * np.log((w + 1e-9) / (m + 1e-9)))")
+
+# ps01: |cosine|, and the diagonal set to 0 to leave a vector out.
+ABS_COSINE = '''def cosine_similarity_matrix(X):
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    return np.abs(U @ U.T)
+'''
+
+ZERO_DIAGONAL_NEAREST = '''def nearest_other(X):
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    S = U @ U.T
+    np.fill_diagonal(S, 0)
+    best = S.max(axis=1, keepdims=True)
+    return np.where((S >= best - 1e-6).sum(axis=1) > 1, -1, S.argmax(axis=1))
+'''
+
+OTHERS_41 += [
+    ("l2_head_roles", "ps06_multi_head", {"head_roles_answer": L2_HEAD_ROLES},
+     {"head_roles": (False, "euclidean_distance", ())}),
+    ("kl_head_roles", "ps06_multi_head", {"head_roles_answer": KL_HEAD_ROLES},
+     {"head_roles": (False, None, ("first_row_empty",))}),
+    ("abs_cosine", "ps01_vector_sets", {"cosine_similarity_matrix_answer": ABS_COSINE},
+     {"cosine_similarity_matrix": (False, "absolute_value", ())}),
+    ("zero_diagonal_nearest", "ps01_vector_sets", {"nearest_other_answer": ZERO_DIAGONAL_NEAREST},
+     {"nearest_other": (False, "diagonal_set_to_zero", ())}),
+]
