@@ -65,6 +65,8 @@ def _cases_mask(rng):
         (np.array([[0, 2, 3], [1, 2, 0]]), 4, False),  # an explicit self-loop 2 -> 2 stays
         (np.zeros((2, 0), dtype=np.int64), 3, True),  # no edge at all
         (_random_edges(rng, 8, 12), 8, True),
+        # issue 41: drawn self-loops of the graph's own, kept with self_loops=False (fresh ones for the self-check)
+        (np.c_[_random_edges(rng, 6, 8), np.tile(rng.choice(6, 2, replace=False), (2, 1))], 6, False),
     ]
 
 
@@ -340,7 +342,8 @@ def _cases_reach(rng):
             (path, 3), (with_loops, 3), (with_loops, 1), (path, 1), (random_mask(rng, 5, 0.3), 4),
             (np.zeros((3, 3), dtype=bool), 2),  # no edge at all: nothing reaches anything
             (np.eye(4, dtype=bool), 5),         # self-loops only: each node keeps its own features
-            (np.ones((8, 8), dtype=bool), 22)]  # complete: 8 ** 21 walks of 22 edges, more than int64 holds
+            (np.ones((8, 8), dtype=bool), 22),  # complete: 8 ** 21 walks of 22 edges, more than int64 holds
+            (random_mask(rng, 8, 0.95), int(rng.integers(26, 33)))]  # drawn, dense: the walks overflow too
 
 
 _REACH = '''def reach_after_layers(mask, L):
