@@ -41,15 +41,35 @@ OTHERS_41 += [
 
 # ps06: the Euclidean distance, and a KL divergence (with a small epsilon, as people write it), for the L1 of the task.
 L2_HEAD_ROLES = '''def head_roles(weights, tokens):
-    n = len(tokens)
-    prev = np.eye(n, k=-1)
-    prev[0, 0] = 1.0
-    same = (tokens[:, None] == tokens[None, :]) / np.sum(tokens[:, None] == tokens[None, :], axis=1, keepdims=True)
-    uni = np.ones((n, n)) / n
-    return np.array([np.argmin([np.linalg.norm(w - m) for m in (prev, same, uni)]) for w in weights])
+    n = tokens.shape[0]
+    same_word = np.equal.outer(tokens, tokens).astype(float)
+    same_word /= same_word.sum(axis=-1)[:, None]
+    before = np.diag(np.ones(n - 1), -1)
+    before[0, 0] = 1
+    flat = np.full((n, n), 1 / n)
+    d = np.sqrt(((weights[:, None] - np.stack([before, same_word, flat])[None]) ** 2).sum(axis=(2, 3)))
+    return d.argmin(axis=1)
 '''
 
-KL_HEAD_ROLES = L2_HEAD_ROLES.replace("np.linalg.norm(w - m)", "np.sum(w * np.log((w + 1e-9) / (m + 1e-9)))")
+KL_HEAD_ROLES = '''def kl(p, q, eps=1e-9):
+    return float(np.sum(p * np.log((p + eps) / (q + eps))))
+
+
+def head_roles(weights, tokens):
+    H, n, _ = weights.shape
+    ideal = np.zeros((3, n, n))
+    ideal[0, 0, 0] = 1.0
+    for i in range(1, n):
+        ideal[0, i, i - 1] = 1.0
+    for i in range(n):
+        hits = [j for j in range(n) if tokens[j] == tokens[i]]
+        ideal[1, i, hits] = 1.0 / len(hits)
+    ideal[2] = 1.0 / n
+    codes = np.zeros(H, dtype=int)
+    for h in range(H):
+        codes[h] = int(np.argmin([kl(weights[h], ideal[r]) for r in range(3)]))
+    return codes
+'''
 
 # ps01: |cosine|, and the diagonal set to 0 to leave a vector out.
 ABS_COSINE = '''def cosine_similarity_matrix(X):
