@@ -67,7 +67,8 @@ WRONG = {
     t = e.sum(1, keepdims=True)
     return np.divide(e, t, out=np.zeros_like(e), where=t > 0)
 '''),
-    "ps11_own_self_loops_dropped": ("ps11_graphs", "adjacency_mask", '''def adjacency_mask(edge_index, n, self_loops=True):
+    "ps11_own_self_loops_dropped": ("ps11_graphs", "adjacency_mask",
+                                    '''def adjacency_mask(edge_index, n, self_loops=True):
     M = np.zeros((n, n), dtype=bool)
     M[edge_index[1], edge_index[0]] = True
     np.fill_diagonal(M, self_loops)

@@ -3,8 +3,6 @@
 
 import re
 
-import numpy as np
-
 from attn_ref.attention import band_mask
 from solutions import cells
 

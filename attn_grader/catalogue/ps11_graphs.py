@@ -376,8 +376,10 @@ REACH_MISTAKES = (
     Mistake("within_L_layers", "the nodes reached in 1, 2, ..., L layers were all kept (the union of the powers of "
             "the mask); a layer attends only where the mask allows, so without a self-loop what node i read in an "
             "earlier layer is not in its output any more: after L layers it holds walks of exactly L edges",
-            edited(_REACH, ("    R = np.eye(len(mask), dtype=int)\n", "    R = np.eye(len(mask), dtype=int)\n    U = R < 0\n"),
-                   ("        R = ((M @ R) > 0).astype(int)\n", "        R = ((M @ R) > 0).astype(int)\n        U = U | (R > 0)\n"),
+            edited(_REACH, ("    R = np.eye(len(mask), dtype=int)\n",
+                            "    R = np.eye(len(mask), dtype=int)\n    U = R < 0\n"),
+                   ("        R = ((M @ R) > 0).astype(int)\n",
+                    "        R = ((M @ R) > 0).astype(int)\n        U = U | (R > 0)\n"),
                    ("    return R > 0", "    return U if L > 0 else R > 0"))),
     Mistake("one_layer_too_many", "one layer too many was counted (the (L + 1)-th power of the mask); L layers "
             "read along walks of L edges: the first layer reads the neighbours, the mask itself",
