@@ -390,3 +390,7 @@ OTHERS = [
     ("logsumexp_peaks", "ps05_matrix_form", {"peak_weights_answer": LOGSUMEXP_PEAKS},
      {"peak_weights": (True, None, ())}),
 ]
+
+from others_answers_41 import OTHERS_41  # noqa: E402 - issue 41's answers, in their own file (400 lines)
+
+OTHERS += OTHERS_41

@@ -124,7 +124,9 @@ VISIBLE_MISSES = {
     "ps12_efficient.hbm_bytes:sram_in_bytes", "ps12_efficient.hbm_bytes:blocks_rounded_down",
     "ps12_efficient.hbm_bytes:queries_read_once",
     # issue 33: softmax(scores * mask) differs only where a row's allowed scores are all far below 0
-    "ps08_speech_images.truncated_attention:masked_by_multiplying", "ps11_graphs.masked_softmax:masked_by_multiplying",
+    "ps08_speech_images.truncated_attention:masked_by_multiplying",
+    # issue 41: a first query spread uniformly differs only on a head near the border of two roles (hidden test)
+    "ps06_multi_head.head_roles:first_row_uniform",
 }
 
 

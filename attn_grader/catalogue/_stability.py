@@ -142,3 +142,19 @@ def filled_with_large_negative(where: str, row: str = "a row whose entries are a
     return (f"the masked scores were filled with a large negative number ({where}) instead of -inf: {row} then "
             f"gets the uniform weight 1/n on every {what} instead of zero weights; fill with -inf, and give a row "
             f"with no allowed entry zeros")
+
+
+def renormalised_after_softmax(what: str = "key", blocked: str = "blocked") -> str:
+    """The message of ``renormalised_after_softmax`` (issue 41): a softmax over every entry, the blocked weights
+    zeroed after it and the rest renormalised; equal to the masked softmax until a blocked score beats the allowed
+    ones by about 745, where every allowed exp underflows to 0 before the zeroing."""
+    return (f"the softmax ran over the {blocked} {what}s too, and their weights were zeroed and the rest renormalised "
+            f"afterwards: a {blocked} {what} with a large score (about 745 above the allowed ones) takes all the "
+            f"weight before you zero it, and the allowed weights underflow to 0; mask the scores (-inf) first, then "
+            f"take the softmax")
+
+
+def blocked_high(rng: np.random.Generator, allowed: np.ndarray) -> np.ndarray:
+    """Scores whose allowed entries are small integers and whose blocked entries lie near +OFFSET (issue 41): a
+    softmax over the whole row gives the allowed entries exp(-1000) = 0 before any mask is applied."""
+    return np.where(allowed, small(rng, allowed.shape), scores(rng, allowed.shape, wide=False))

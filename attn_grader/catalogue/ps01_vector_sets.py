@@ -106,6 +106,12 @@ COSINE_MISTAKES = (
     sq = np.sum(X ** 2, axis=1)
     return (X @ X.T) / np.outer(sq, sq)
 '''),
+    Mistake("absolute_value", "the absolute value of the cosine was returned: two opposite vectors (x and −x) have "
+            "cosine −1, as far apart as two directions can be, not 1; keep the sign",
+            '''def cosine_similarity_matrix(X):
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    return np.abs(U @ U.T)
+'''),
 )
 
 
@@ -244,6 +250,9 @@ def _cases_nearest(rng):
     X[3] = 2.0 * X[1]  # rows 1 and 3 point the same way: 0's nearest may tie between them
     X[4] = -X[0]
     cases.append((X,))
+    # issue 41: every other vector points away (all cosines < 0): a diagonal of 0 would beat them all
+    angles = rng.uniform(0, 2 * np.pi) + np.array([0.0, 2.0, 4.3])  # cosines -0.42, -0.40, -0.67: no tie
+    cases.append((np.c_[np.cos(angles), np.sin(angles)] * rng.uniform(0.5, 3.0, size=(3, 1)),))
     return cases
 
 
@@ -269,6 +278,10 @@ NEAREST_MISTAKES = (
     Mistake("dot_not_cosine", "the dot product xᵢ · xⱼ was compared instead of the cosine: a longer vector then "
             "looks more similar to everything; divide by the lengths (task 2)",
             edited(_NEAREST, ("U = X / np.linalg.norm(X, axis=1, keepdims=True)", "U = X"))),
+    Mistake("diagonal_set_to_zero", "the vector itself was left out by setting its cosine to 0: when every other "
+            "vector points away from it (all cosines below 0) that 0 is still the largest, and the vector is its own "
+            "nearest; set the diagonal to −∞",
+            edited(_NEAREST, ("np.fill_diagonal(S, -np.inf)", "np.fill_diagonal(S, 0)"))),
 )
 
 TASKS = [

@@ -196,7 +196,10 @@ def _ref_reach(n, r, L):
 
 
 def _cases_reach(rng):
-    return [(9, 1, 3), (12, 2, 2), (6, 3, 1), (5, 0, 4), (7, 2, 0), (1, 2, 3), (20, 1, 5), (8, 4, 3)]
+    fixed = [(9, 1, 3), (12, 2, 2), (6, 3, 1), (5, 0, 4), (7, 2, 0), (1, 2, 3), (20, 1, 5), (8, 4, 3)]
+    # issue 41: drawn sizes too, so that the self-check (fresh draws only) and the re-check get cases of their own
+    drawn = [(int(rng.integers(2, 25)), int(rng.integers(1, 5)), int(rng.integers(1, 6))) for _ in range(6)]
+    return fixed + drawn
 
 
 #: The right answer; each mistake below edits it.
@@ -223,6 +226,10 @@ REACH_MISTAKES = (
     Mistake("reach_doubled", "the reaches to the left and to the right were added up, so the distance allowed is twice "
             "too large; the reach is how far each side goes, measured from t",
             edited(_REACH, ("<= L * r", "<= 2 * L * r"))),
+    Mistake("one_sided_reach", "only the positions at or before t were counted (0 ≤ t − s ≤ L r), as if each window "
+            "looked back only; a window of radius r reads r positions to each side, so L layers reach |t − s| ≤ L r",
+            edited(_REACH, ("return np.abs(t[:, None] - t[None, :]) <= L * r",
+                            "d = t[:, None] - t[None, :]\n    return (d >= 0) & (d <= L * r)"))),
 )
 
 TASKS = [

@@ -232,6 +232,9 @@ def _cases_masked(rng):
         (_stability.scores(rng, (4, 4), wide=True), 4, False),  # +-1000 in each row: a min-shift overflows
         (_stability.signed_rows(rng, (6, 6)), 5, True),  # rows all near -1000 or +1000, masked entries beside
         (_stability.signed_rows(rng, (5, 5)), 3, False),
+        # blocked scores near +1000 beside allowed ones near 0: a softmax before the mask loses the allowed weights
+        (_stability.blocked_high(rng, _allowed(5, 5, True)), 5, True),
+        (_stability.blocked_high(rng, _allowed(4, 3, False)), 3, False),
     ]
 
 
@@ -299,6 +302,11 @@ MASKED_MISTAKES = (
             edited(_MASKED, ("m = np.max(s, axis=-1, keepdims=True)",
                              "m = np.min(np.where(allowed, scores, np.inf), axis=-1, keepdims=True)"),
                    ("np.isneginf(m)", "np.isposinf(m)"))),
+    Mistake("renormalised_after_softmax", _stability.renormalised_after_softmax(),
+            edited(_MASKED, ("    s = np.where(allowed, scores, -np.inf)\n", "    s = scores\n"),
+                   ("return e / np.where(total == 0, 1.0, total)",
+                    "w = e / total * allowed\n    t = w.sum(axis=-1, keepdims=True)\n"
+                    "    return np.divide(w, t, out=np.zeros_like(w), where=t > 0)"))),
 )
 
 

@@ -118,6 +118,9 @@ ATTENTION_MATRIX_MISTAKES = (
     return e / e.sum(axis=0, keepdims=True)
 '''),
     _MATRIX_SLIPS["shifted_by_min"],
+    Mistake("scaled_by_sqrt_n", "the scores were divided by sqrt(n), the number of queries (Q.shape[1]), instead "
+            "of sqrt(d_k): in the column layout each query is a column, so d_k = Q.shape[0]",
+            _col_softmax_mistake("K.T @ Q / np.sqrt(Q.shape[1])")),
 )
 
 
@@ -168,6 +171,11 @@ ROWS_MISTAKES = (
     Mistake("not_stabilised", _stability.not_stabilised(),
             _rows_mistake().replace("np.exp(s - s.max(axis=-1, keepdims=True))", "np.exp(s)")),
     Mistake("shifted_by_min", _stability.shifted_by_min(), _rows_mistake().replace("s.max(", "s.min(")),
+    Mistake("scaled_by_sqrt_d_in", "the scores were divided by sqrt(d_in), the width of the inputs (X.shape[-1]), "
+            "instead of sqrt(d_k), the width of the queries and keys (W_q.shape[0])",
+            _rows_mistake(scale="/ np.sqrt(X.shape[-1])")),
+    Mistake("outputs_swapped", "the two results were returned in the other order; the function returns "
+            "(outputs, weights)", _rows_mistake().replace("return w @ V, w", "return w, w @ V")),
 )
 
 
@@ -225,6 +233,11 @@ PEAKS_MISTAKES = (
             edited(_PEAKS, ("np.exp(S - S.max(axis=0, keepdims=True))", "np.exp(S)"))),
     Mistake("shifted_by_min", _stability.shifted_by_min("each query's"),
             edited(_PEAKS, ("S.max(axis=0, keepdims=True)", "S.min(axis=0, keepdims=True)"))),
+    Mistake("scaled_by_sqrt_m", "the scores were divided by sqrt(m), the number of queries (Q.shape[1]), instead "
+            "of sqrt(d_k): in the column layout each query is a column, so d_k = Q.shape[0]",
+            edited(_PEAKS, ("A / np.sqrt(d_k)", "A / np.sqrt(Q.shape[1])"))),
+    Mistake("median_not_mean", "the median of the queries' largest weights was taken; the task asks for their "
+            "mean over the m queries", edited(_PEAKS, ("w.max(axis=0).mean()", "np.median(w.max(axis=0))"))),
 )
 
 

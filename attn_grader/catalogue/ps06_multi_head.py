@@ -301,6 +301,23 @@ def _roles_args(rng, tokens, roles, noise):
     return (np.stack([_noisy(rng, ideals[r], noise) for r in roles]), np.asarray(tokens))
 
 
+def _drawn_spec(rng):
+    """Drawn heads that test the spec (issue 41: the self-check's fresh draws meet them too): a previous-token head
+    of n tokens with one query on the next token (sum 2 from 'previous', max 1 > max 1 - 1/n from 'uniform'), and
+    heads just nearer 'previous' than 'uniform', the first query on itself or on the last key."""
+    n = int(rng.integers(5, 12))
+    head = _ideal_maps(np.arange(n))[0]
+    k = int(rng.integers(1, n - 1))
+    head[k] = np.eye(n)[k + 1]
+    previous, _, uniform = _ideal_maps(np.arange(4))
+    a, b = rng.uniform(0.505, 0.52, size=2)
+    wrapped = b * np.roll(np.eye(4), -1, axis=1) + (1 - b) * uniform  # first query on the last key: 'uniform'
+    tokens = rng.permutation(10)[[0, 1, 0, 2, 1, 3]]  # word ids drawn: an L2 distance picks 'uniform' here
+    p6, s6, u6 = _ideal_maps(tokens)
+    return [(head[None], np.arange(n)), (np.stack([a * previous + (1 - a) * uniform, wrapped]), np.arange(4)),
+            ((0.42 * p6 + 0.48 * s6 + 0.1 * u6)[None], tokens)]
+
+
 def _cases_roles(rng):
     return [
         _roles_args(rng, [0, 1, 2, 0, 1, 0, 3, 2], [0, 1, 2, 1, 0], 0.3),  # first: every mistake differs
@@ -308,7 +325,7 @@ def _cases_roles(rng):
         _roles_args(rng, [1, 2, 3, 1], [1, 0], 0.0),                        # exact maps
         _roles_args(rng, [0, 0, 1, 1, 2, 2, 0], [2, 2, 1, 0], 0.4),
         _roles_args(rng, list(rng.integers(0, 4, size=10)) + [9], [0, 1, 2], 0.25),
-    ] + _roles_spec_cases()
+    ] + _roles_spec_cases() + _drawn_spec(rng)
 
 
 def _roles_spec_cases():
@@ -321,7 +338,14 @@ def _roles_spec_cases():
     previous, _, uniform = _ideal_maps(np.arange(4))
     near = 0.52 * previous + 0.48 * uniform  # just nearer 'previous' than 'uniform', its first row on itself
     wrapped = 0.51 * np.roll(np.eye(4), -1, axis=1) + 0.49 * uniform  # first query on the last key: 'uniform'
-    return [(stray[None], np.arange(6)), (np.stack([near, uniform, wrapped]), np.arange(4))]
+    tokens = np.array([0, 1, 0, 2, 1, 3])  # issue 41: mixtures on which other distances pick other roles
+    p6, s6, u6 = _ideal_maps(tokens)
+    mixed = [0.42 * p6 + 0.48 * s6 + 0.1 * u6,  # L2 distance: 'uniform'
+             0.8 * s6 + 0.2 * u6, 0.54 * s6 + 0.46 * u6,  # KL divergence (either way): 'uniform'
+             0.42 * p6 + 0.58 * u6,  # cosine similarity: 'previous token'
+             0.52 * p6 + 0.48 * s6]  # first row uniform (1/n): 'same word'
+    return [(stray[None], np.arange(6)), (np.stack([near, uniform, wrapped]), np.arange(4)),
+            (np.stack(mixed), tokens)]
 
 
 _ROLES = '''def head_roles(weights, tokens):
@@ -358,6 +382,13 @@ ROLES_MISTAKES = (
     Mistake("maps_transposed", "each head's weights were read as columns (weights[l].T); row i - 1 of a head's "
             "(n, n) weights holds query i's weights over the keys, as in task 3",
             edited(_ROLES, ("np.abs(w - m)", "np.abs(w.T - m)"))),
+    Mistake("euclidean_distance", "the distance was the Euclidean one (the square root of the sum of squared "
+            "differences, np.linalg.norm(w - m)); the task's distance is the sum of the absolute differences, which "
+            "weighs many small differences more and one large difference less",
+            edited(_ROLES, ("np.abs(w - m).sum()", "np.linalg.norm(w - m)"))),
+    Mistake("first_row_uniform", "the 'previous token' map spread the first query's weight uniformly (1/n on "
+            "every key); the first token has no previous token and puts its weight on itself",
+            edited(_ROLES, ("previous[0, 0] = 1.0", "previous[0] = 1.0 / n"))),
 )
 
 

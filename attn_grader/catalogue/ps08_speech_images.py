@@ -96,6 +96,12 @@ def _cases_truncated(rng):
     # each query's band all near -1000 or all near +1000, the masked keys beside it
     Q, K = _stability.query_keys(rng, 7, 7, 4, wide=False, rows_signed=True)
     cases.append((Q, K, _stability.small(rng, (7, 3)), 1))
+    # scores near +1000 outside the band beside small ones inside it (Q = I, so scores[i, j] = K[j, i] / sqrt(n)):
+    # a softmax over every key, the band applied to the weights afterwards, loses the band's weights (issue 41)
+    for n, w in [(4, 1), (16, 2)]:
+        d = np.arange(n)
+        S = _stability.blocked_high(rng, np.abs(d[:, None] - d[None, :]) <= w)
+        cases.append((np.eye(n), np.sqrt(n) * S.T, _stability.small(rng, (n, 2)), w))
     return cases
 
 
@@ -171,6 +177,12 @@ TRUNCATED_MISTAKES = (
     e = np.exp(s - s.max(axis=1, keepdims=True))
     p = e / e.sum(axis=1, keepdims=True) * band
     return (p / (p.sum(axis=1, keepdims=True) + 1e-13)) @ V
+''')),
+    Mistake("renormalised_after_softmax", _stability.renormalised_after_softmax("key", "out-of-band"),
+            _trunc_mistake('''    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True) * (dist <= w)
+    t = p.sum(axis=1, keepdims=True)
+    return np.divide(p, t, out=np.zeros_like(p), where=t > 0) @ V
 ''')),
 )
 

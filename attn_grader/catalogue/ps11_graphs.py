@@ -20,6 +20,7 @@ from attn_ref.graph import gat_layer
 from attn_ref.softmax import softmax
 
 from ..checking.core import Mistake, Task
+from . import _ps11_cases as _large
 from . import _stability
 from ._shared import edited, random_mask
 
@@ -64,6 +65,8 @@ def _cases_mask(rng):
         (np.array([[0, 2, 3], [1, 2, 0]]), 4, False),  # an explicit self-loop 2 -> 2 stays
         (np.zeros((2, 0), dtype=np.int64), 3, True),  # no edge at all
         (_random_edges(rng, 8, 12), 8, True),
+        # issue 41: drawn self-loops of the graph's own, kept with self_loops=False (fresh ones for the self-check)
+        (np.c_[_random_edges(rng, 6, 8), np.tile(rng.choice(6, 2, replace=False), (2, 1))], 6, False),
     ]
 
 
@@ -101,6 +104,15 @@ MASK_MISTAKES = (
     mask[np.arange(n), np.arange(n)] = True
     return mask
 '''),
+    Mistake("own_self_loops_dropped", "the diagonal was overwritten with self_loops (np.fill_diagonal(mask, "
+            "self_loops)): with self_loops=False a self-loop the graph itself lists (an edge i -> i) was removed; "
+            "self_loops=False adds none, it keeps the graph's own",
+            '''def adjacency_mask(edge_index, n, self_loops=True):
+    mask = np.zeros((n, n), dtype=bool)
+    mask[edge_index[1], edge_index[0]] = True
+    np.fill_diagonal(mask, self_loops)
+    return mask
+'''),
 )
 
 
@@ -126,12 +138,7 @@ def _cases_masked_softmax(rng):
         _stability.wide_masked_scores(rng, 6),
         # every row's allowed scores all near -1000 or all near +1000, with masked entries beside them
         (_stability.signed_rows(rng, (6, 6)), _stability.mask_beside(rng, (6, 6))),
-    ] + [_masked_high(rng)]
-
-
-def _masked_high(rng):  # masked scores of +1000 beside allowed ones near 0: subtract the allowed entries' max
-    mask = random_mask(rng, 5, 0.4) & ~np.eye(5, k=1, dtype=bool)  # key i + 1 masked for each query i < 4
-    return np.where(mask, rng.standard_normal((5, 5)), 1e3), mask
+    ] + [_large.masked_high(rng)]
 
 
 SOFTMAX_MISTAKES = (
@@ -221,38 +228,14 @@ def _cases_gat(rng):
             mask[5] = False  # node 5 has no neighbour and no self-loop: zero weights, zero output
         cases.append((rng.standard_normal((n, d_in)), mask, rng.standard_normal((d_out, d_in)),
                       rng.standard_normal(d_out), rng.standard_normal(d_out)))
-    cases.append(_large_gat_args(rng, 6, 4, 3, wide=False))  # e_ij near +1000: a min-shift still works
-    cases.append(_large_gat_args(rng, 7, 4, 3, wide=True))  # e_ij near +1000 and -200: only the max-shift works
-    cases.append(_large_gat_args(rng, 6, 4, 3, wide=False, rows_signed=True))  # rows all near -1000 or +5000
-    X, mask, W, a_src, a_dst = _large_gat_args(rng, 6, 4, 3, wide=True)
+    cases.append(_large.large_gat_args(rng, 6, 4, 3, wide=False))  # e_ij near +1000: a min-shift still works
+    cases.append(_large.large_gat_args(rng, 7, 4, 3, wide=True))  # e_ij near +1000 and -200: only the max-shift works
+    cases.append(_large.large_gat_args(rng, 6, 4, 3, wide=False, rows_signed=True))  # rows all near -1000 or +5000
+    X, mask, W, a_src, a_dst = _large.large_gat_args(rng, 6, 4, 3, wide=True)
     low = X[:, 0] < 0  # the nodes j whose scores are near -200 for every i
     mask[0], mask[1] = low, low  # nodes 0 and 1 attend only to them, beside masked scores near +1000
     cases.append((X, mask, W, a_src, a_dst))
     return cases
-
-
-def _large_gat_args(rng, n, d_in, d_out, wide, rows_signed=False):
-    """Scores e_ij = LeakyReLU(a_dst . W x_i + a_src . W x_j) near +1000 for every i, j (narrow: a_dst reads a
-    large common component of x); wide: a_src reads it as +-10, so e_ij is near +1000 or 0.2 * -1000;
-    rows_signed: a_dst reads it as +-10, five times stronger, so row i is all near +5000 or all near
-    0.2 * -5000 = -1000, with masked entries beside them (issue 33)."""
-    X = _stability.small(rng, (n, d_in))
-    X[:, 0] = 10.0 * (_stability.signs(rng, n) if wide or rows_signed else 1.0)
-    W = _stability.small(rng, (d_out, d_in))
-    W[:, 0], W[0] = 0.0, 0.0
-    W[0, 0] = 4.0  # (W x_i)[0] = 40 or +-40
-    X[:, 1] = rng.permutation(np.resize([1.0, 0.0, -1.0], n))
-    W[1, :2] = 0.0, 1.0  # (W x_j)[1] = x_j[1] + ...: the neighbours' scores differ by a few units
-    a_src, a_dst = _stability.small(rng, d_out), _stability.small(rng, d_out)
-    a_src[1] = 1.0
-    (a_src if wide else a_dst)[0] = _stability.OFFSET / 40.0 * (5.0 if rows_signed else 1.0)
-    (a_dst if wide else a_src)[0] = 0.0
-    if rows_signed:
-        return X, _stability.mask_beside(rng, (n, n)), W, a_src, a_dst
-    mask = random_mask(rng, n, 0.4)
-    if wide:  # every node attends to a node of each sign: its scores spread over about 1200
-        mask[:, [np.argmax(X[:, 0]), np.argmin(X[:, 0])]] = True
-    return X, mask, W, a_src, a_dst
 
 
 def _gat_mistake(score: str, act: str, softmax_body: str) -> str:
@@ -359,7 +342,8 @@ def _cases_reach(rng):
             (path, 3), (with_loops, 3), (with_loops, 1), (path, 1), (random_mask(rng, 5, 0.3), 4),
             (np.zeros((3, 3), dtype=bool), 2),  # no edge at all: nothing reaches anything
             (np.eye(4, dtype=bool), 5),         # self-loops only: each node keeps its own features
-            (np.ones((8, 8), dtype=bool), 22)]  # complete: 8 ** 21 walks of 22 edges, more than int64 holds
+            (np.ones((8, 8), dtype=bool), 22),  # complete: 8 ** 21 walks of 22 edges, more than int64 holds
+            (random_mask(rng, 8, 0.95), int(rng.integers(26, 33)))]  # drawn, dense: the walks overflow too
 
 
 _REACH = '''def reach_after_layers(mask, L):
@@ -389,6 +373,17 @@ REACH_MISTAKES = (
     Mistake("one_layer_only", "the mask itself was returned whatever L is; stacking layers lets node i read what its "
             "neighbours read in the layer below",
             edited(_REACH, ("for _ in range(L):", "for _ in range(min(L, 1)):"))),
+    Mistake("within_L_layers", "the nodes reached in 1, 2, ..., L layers were all kept (the union of the powers of "
+            "the mask); a layer attends only where the mask allows, so without a self-loop what node i read in an "
+            "earlier layer is not in its output any more: after L layers it holds walks of exactly L edges",
+            edited(_REACH, ("    R = np.eye(len(mask), dtype=int)\n",
+                            "    R = np.eye(len(mask), dtype=int)\n    U = R < 0\n"),
+                   ("        R = ((M @ R) > 0).astype(int)\n",
+                    "        R = ((M @ R) > 0).astype(int)\n        U = U | (R > 0)\n"),
+                   ("    return R > 0", "    return U if L > 0 else R > 0"))),
+    Mistake("one_layer_too_many", "one layer too many was counted (the (L + 1)-th power of the mask); L layers "
+            "read along walks of L edges: the first layer reads the neighbours, the mask itself",
+            edited(_REACH, ("for _ in range(L):", "for _ in range(L + 1):"))),
 )
 
 
