@@ -23,7 +23,8 @@ def draw_graph(ax, edge_index, n: int, pos=None, weights=None, title=None, max_w
     edge_index: (2, E) (source, target); pos: (n, 2) positions (default :func:`circle_layout`);
     weights: optional (n, n) attention weights, ``weights[i, j]`` for the edge j -> i (as
     :func:`attn_ref.graph.gat_layer` returns for one head): line widths are proportional to them and every
-    self-loop is drawn with its weight ``weights[i, i]``.  Returns the list of edge arrows drawn.
+    self-loop is drawn with its weight ``weights[i, i]``. Nodes are labelled 1..n (the book counts nodes
+    from 1; index i is node i + 1) unless ``node_labels`` is given.  Returns the list of edge arrows drawn.
     """
     edge_index = np.asarray(edge_index)
     pos = circle_layout(n) if pos is None else np.asarray(pos, dtype=float)
@@ -52,7 +53,7 @@ def draw_graph(ax, edge_index, n: int, pos=None, weights=None, title=None, max_w
                     color="0.2")
     ax.scatter(pos[:, 0], pos[:, 1], s=420, color=color, zorder=2, edgecolors="k")
     for i in range(n):
-        ax.text(*pos[i], str(i) if node_labels is None else node_labels[i], ha="center", va="center",
+        ax.text(*pos[i], str(i + 1) if node_labels is None else node_labels[i], ha="center", va="center",
                 color="white", fontsize=10, fontweight="bold", zorder=3)
     finish(ax, pos[:, 0].min() - 0.55, pos[:, 0].max() + 0.55, pos[:, 1].min() - 0.55, pos[:, 1].max() + 0.55, title)
     return arrows
