@@ -136,7 +136,8 @@ def test_the_feedback_opens_with_the_mistake_its_hint_and_the_section():
 def test_a_written_answer_is_waiting_for_a_grader_not_a_failed_test():
     """A cell graded by hand reads "not graded yet" until a grader scores it, then its score; never "the notebook's
     test failed" and never a lost task."""
-    kw = dict(tasks=["output_for_query_test", "written_answer"], max={"output_for_query_test": 3.0, "written_answer": 2.0},
+    kw = dict(tasks=["output_for_query_test", "written_answer"],
+              max={"output_for_query_test": 3.0, "written_answer": 2.0},
               scores={"output_for_query_test": 3.0, "written_answer": 0.0}, auto={"output_for_query_test": 3.0},
               manual_tasks=["written_answer"], total=3.0, max_total=5.0)
     waiting = next_steps.next_steps_cell(_result(**kw)).source
