@@ -55,10 +55,23 @@ def test_the_map_follows_the_imports():
     assert chapter_code.imported_modules(source) == ["attn_book.timing", "attn_ref.softmax"]
 
 
+# The re-check harness is the one file bound alone into the sandbox (stdlib, NumPy, no package of ours): its guard,
+# its streams and its output writer must be in it.  It may be longer, not without bound (a debt: split it into files
+# the sandbox binds together).
+ONE_FILE_BY_DESIGN = {"attn_grader/checking/harness.py"}
+HARNESS_MAX_LINES = 600
+
+
+def test_the_harness_bound_alone_into_the_sandbox_stays_within_its_own_bound():
+    n = len((ROOT / "attn_grader/checking/harness.py").read_text(encoding="utf-8").splitlines())
+    assert n <= HARNESS_MAX_LINES, f"harness.py has {n} lines: split it into files the sandbox binds together"
+
+
 def test_no_module_is_over_400_lines():
     files = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
-    long = {f: n for f in files if (n := len((ROOT / f).read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {f: n for f in files if (n := len((ROOT / f).read_text(encoding="utf-8").splitlines())) > MAX_LINES
+            and f not in ONE_FILE_BY_DESIGN}
     assert not long, f"split these modules (more than {MAX_LINES} lines): {long}"
     assert len(files) > 100
 
