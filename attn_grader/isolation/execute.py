@@ -37,7 +37,7 @@ from traitlets import Integer, Unicode
 from ..files.safeio import read_regular
 from . import sandbox
 from .kernel import AUDIT_FILE
-from .sanitize import AFTER_HIDDEN, _is_test
+from .outputs import AFTER_HIDDEN, _is_test
 
 MAX_MESSAGE = 8 << 20  # bytes of one message (one frame) from a kernel, refused by zmq before it is decoded
 QUEUED_MESSAGES = 64  # messages zmq holds for the grader at most (per socket): with MAX_MESSAGE, 512 MB
