@@ -110,7 +110,10 @@ def test_a_release_in_one_language_grades_as_the_bilingual_one(tmp_path):
     scores = {k: (r.status, r.total, r.max_total, dict(r.scores)) for k, r in results.items()}
     for who in ("solution", "mutant"):
         assert scores[f"{who}-en/{A}"] == scores[f"{who}-both/{A}"] == scores[f"{who}-zh_CN/{A}"], scores
-    assert scores[f"solution-both/{A}"][1] == scores[f"solution-both/{A}"][2] > 0
+    solution = results[f"solution-both/{A}"]  # full marks on every automatic cell; the written answer, graded by
+    by_hand = sum(solution.max[g] for g in solution.manual_tasks)  # hand, was left as released: nbgrader's 0
+    assert solution.manual_tasks == ["written_answer"] and solution.auto["written_answer"] == 0 and by_hand > 0
+    assert solution.total == solution.max_total - by_hand > 0
     assert scores[f"mutant-both/{A}"][1] < scores[f"mutant-both/{A}"][2]
 
 
