@@ -352,7 +352,7 @@ def test_a_notebook_in_a_kernel_without_the_package_runs_its_asserts_and_says_ho
     nb = _run_notebook(_release_with(a, {"project_answer": mistake.source}), tmp_path,
                        first="import sys\nsys.modules['attn_grader'] = None  # a kernel without the package")
     hint = f"No self-check here; to get it: {selfcheck.HOW_TO_GET_IT}\n"
-    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    tests = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
     assert [_outputs(c, "stdout") for c in tests] == [hint] * 4
     errors = [o["ename"] for c in tests for o in c.outputs if o.get("output_type") == "error"]
     assert errors == ["AssertionError"]  # the wrong project fails its visible asserts; the others pass
