@@ -226,8 +226,8 @@ REACH_MISTAKES = (
     Mistake("reach_doubled", "the reaches to the left and to the right were added up, so the distance allowed is twice "
             "too large; the reach is how far each side goes, measured from t",
             edited(_REACH, ("<= L * r", "<= 2 * L * r"))),
-    Mistake("one_sided_reach", "only the positions at or before t were counted (0 ≤ t − s ≤ L r), as if each window "
-            "looked back only; a window of radius r reads r positions to each side, so L layers reach |t − s| ≤ L r",
+    Mistake("one_sided_reach", "only the positions at or before t were counted, as if each window looked back only; "
+            "a window of radius r reads positions on both sides of t: count how far that goes after L layers",
             edited(_REACH, ("return np.abs(t[:, None] - t[None, :]) <= L * r",
                             "d = t[:, None] - t[None, :]\n    return (d >= 0) & (d <= L * r)"))),
 )

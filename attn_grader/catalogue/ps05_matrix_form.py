@@ -233,8 +233,8 @@ PEAKS_MISTAKES = (
             edited(_PEAKS, ("np.exp(S - S.max(axis=0, keepdims=True))", "np.exp(S)"))),
     Mistake("shifted_by_min", _stability.shifted_by_min("each query's"),
             edited(_PEAKS, ("S.max(axis=0, keepdims=True)", "S.min(axis=0, keepdims=True)"))),
-    Mistake("scaled_by_sqrt_m", "the scores were divided by sqrt(m), the number of queries (Q.shape[1]), instead "
-            "of sqrt(d_k): in the column layout each query is a column, so d_k = Q.shape[0]",
+    Mistake("scaled_by_sqrt_m", "the scores were scaled by the number of queries, not by their width: in the column "
+            "layout each query is a column, so look again at which axis of Q is the queries' width",
             edited(_PEAKS, ("A / np.sqrt(d_k)", "A / np.sqrt(Q.shape[1])"))),
     Mistake("median_not_mean", "the median of the queries' largest weights was taken; the task asks for their "
             "mean over the m queries", edited(_PEAKS, ("w.max(axis=0).mean()", "np.median(w.max(axis=0))"))),
