@@ -22,14 +22,25 @@
           handle.setAttribute("aria-labelledby", idOf(label, "a11y-label"));
         }
       });
-    // An image drawn inside a widget's output (an interactive cell) has no alt text: it is named
-    // by the caption of the figure the cell is in (MyST-NB `figure:` cell option). An interactive
-    // cell without a caption keeps failing axe's image-alt rule.
-    document.querySelectorAll("figure .jupyter-widgets img:not([alt]):not([aria-labelledby])")
+    // An image drawn inside a widget's output (an interactive cell) has no alt text. Inside a figure
+    // (MyST-NB `figure:` cell option) it is named by the caption; otherwise by the paragraph closest
+    // before its cell, which says what the control redraws (code cells in between are skipped, a
+    // heading stops the search). Both are the page's own text, so the Chinese page names it in Chinese.
+    document.querySelectorAll(".jupyter-widgets img:not([alt]):not([aria-labelledby])")
       .forEach(function (img) {
-        const caption = img.closest("figure").querySelector("figcaption .caption-text");
-        if (caption && caption.textContent.trim()) {
-          img.setAttribute("aria-labelledby", idOf(caption, "a11y-caption"));
+        let label = null;
+        const figure = img.closest("figure");
+        if (figure) {
+          label = figure.querySelector("figcaption .caption-text");
+        } else {
+          const cell = img.closest(".cell");
+          for (let el = cell && cell.previousElementSibling; el && !label; el = el.previousElementSibling) {
+            if (/^H[1-6]$/.test(el.tagName)) break;
+            if (el.tagName === "P") label = el;
+          }
+        }
+        if (label && label.textContent.trim()) {
+          img.setAttribute("aria-labelledby", idOf(label, "a11y-caption"));
         }
       });
   }
