@@ -46,3 +46,12 @@ def all_answers(assignment: str) -> str:
 def other_answers(assignment: str, func_name: str) -> str:
     """Every answer cell but ``func_name``'s: what runs before a mistake put in that cell."""
     return "\n".join(src for name, src in solutions(assignment).items() if name != func_name)
+
+
+@functools.cache
+def points_by_hand(assignment: str) -> float:
+    """The points of the assignment's markdown grade cells (its written answer, issue 41): a person grades them
+    in the formgrader; no automatic run gives them, so a right submission's total is the maximum less these."""
+    path = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
+    return sum(c.metadata["nbgrader"].get("points", 0) for c in nbformat.read(path, as_version=4).cells
+               if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade"))

@@ -29,6 +29,7 @@ from attn_grader.authoring.demo import answers_of, with_answers
 from attn_grader.checking.core import tasks_of
 from attn_grader.reports.next_steps import HEADING
 from attn_grader.run.autograde import Options, grade
+from solutions import points_by_hand
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"
@@ -195,7 +196,8 @@ def test_no_row_is_flagged_for_nbgraders_own_files(term):
         for key, r in term[run].items():
             assert not any("extra" in f for f in r.flags), (run, key, r.flags)
             assert r.timestamp or key.startswith("dan/"), (key, r)
-    assert term["csv1"]["ann"]["status"] == "ok" and term["csv1"]["ann"]["total"] == term["csv1"]["ann"]["max"]
+    ann = term["csv1"]["ann"]  # every automatic point; the written answer waits for a person
+    assert ann["status"] == "ok" and float(ann["total"]) == float(ann["max"]) - points_by_hand(A), ann
 
 
 def test_the_late_student_loses_the_policys_penalty_in_grades_csv_and_both_exports(term):
@@ -203,8 +205,9 @@ def test_the_late_student_loses_the_policys_penalty_in_grades_csv_and_both_expor
     cy, ben = term["csv5"]["cy"], term["csv5"]["ben"]
     assert float(cy["hours_late"]) > 0 and not ben["hours_late"] and not ben["late_penalty"], (cy, ben)
     assert float(term["csv5"]["ann"]["late_penalty"]) > 0  # her resubmission came after the due date too
-    assert float(cy["late_penalty"]) == 0.25 * float(cy["max"]), cy  # per_day 0.25, a full score, < 1 day late
-    assert float(cy["total"]) == float(cy["max"]) - float(cy["late_penalty"])
+    score = float(cy["max"]) - points_by_hand(A)  # a full automatic score, the written answer not graded
+    assert float(cy["late_penalty"]) == 0.25 * score, cy  # per_day 0.25, < 1 day late
+    assert float(cy["total"]) == score - float(cy["late_penalty"])
     canvas = list(csv.reader((root / "grades_canvas.csv").open()))
     assert f"{A} (4321)" in canvas[0] and "Notes" in canvas[0], canvas[0]
     by = {row[3]: dict(zip(canvas[0], row, strict=True)) for row in canvas[2:]}

@@ -19,6 +19,7 @@ import pytest
 from attn_grader.authoring.demo import answers_of, with_answers
 from attn_grader.checking.core import tasks_of
 from attn_grader.run.autograde import Options, grade
+from solutions import points_by_hand
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"
@@ -30,11 +31,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("zip_collect")]
 # nbgrader matches it against the extracted file's whole path, hence the leading ".*/"
 REGEXP = (r".*/(?P<student_id>[a-z]+)_\d+_(?P<timestamp>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)"
           r"_(?P<file_id>ps04_step_by_step\.ipynb)")
-
-
-def _by_hand(solution: dict) -> float:
-    return sum(c["metadata"]["nbgrader"].get("points", 0) for c in solution["cells"]
-               if c["cell_type"] == "markdown" and c["metadata"].get("nbgrader", {}).get("grade"))
 
 
 def test_an_lms_download_collected_by_zip_collect_is_graded_as_collected(tmp_path):
@@ -77,7 +73,7 @@ def test_an_lms_download_collected_by_zip_collect_is_graded_as_collected(tmp_pat
     assert len(results) == 3 and not [f for r in results.values() for f in r.flags], \
         {k: r.flags for k, r in results.items()}
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO((root / "grades.csv").read_text()))}
-    full = float(rows["ann"]["max"]) - _by_hand(solution)  # every automatic point; the written answer by hand
+    full = float(rows["ann"]["max"]) - points_by_hand(A)  # every automatic point; the written answer by hand
     assert {s: r["status"] for s, r in rows.items()} == {"ann": "ok", "ben": "ok", "cy": "ok"}
     assert float(rows["ann"]["total"]) == full and float(rows["ben"]["total"]) < full
     assert (rows["ann"]["hours_late"] in ("", "0", "0.0"), float(rows["cy"]["hours_late"])) == (True, 30.0), rows["cy"]
