@@ -192,7 +192,8 @@ def report(task: Task, fn: Callable, cases: list[tuple] | None = None) -> tuple[
         if any(hasattr(a, "chunks") for args in cases for a in args):  # a stream task: the long streams are left out
             return None, (f"self-check: {task.func_name} is right on {len(cases)} fresh random short streams; "
                           "one pass and its memory are checked when graded.")
-        return None, f"self-check: {task.func_name} is right on {len(cases)} fresh random {inputs}."
+        return None, (f"self-check: {task.func_name} is right on {len(cases)} fresh random {inputs}."
+                      + unreadable_note(task, fn, cases[0]))
     text = f"self-check: {finding.message}"
     hint = getattr(finding.mistake, "hint", "")
     if hint:
@@ -200,6 +201,39 @@ def report(task: Task, fn: Callable, cases: list[tuple] | None = None) -> tuple[
     if finding.attempted and finding.mistake is None:
         text += "\n  (no common mistake of the catalogue matches this; the line above says what differs)"
     return finding, text
+
+
+def _unreadable(value, expected, depth: int = 0) -> str | None:
+    """What in ``value`` NumPy cannot read as the asserts do (``np.allclose``, ``out[0, 0]``) where the
+    reference returns ``expected``, or None."""
+    if depth > 4:
+        return None
+    if getattr(value, "requires_grad", False) and hasattr(value, "detach"):
+        return ("a tensor that requires grad: NumPy, and so the asserts below, cannot read it; return "
+                "`.detach()` of it, or compute under `with torch.no_grad():`")
+    if isinstance(value, list) and isinstance(expected, np.ndarray) and value and \
+            all(getattr(v, "ndim", 0) >= 1 for v in value):
+        return ("a list of arrays where one array is expected: the asserts below index it as one; return "
+                "`np.stack(...)` of it")
+    if isinstance(value, tuple | list):
+        pairs = zip(value, expected if isinstance(expected, tuple | list) else [None] * len(value), strict=False)
+        return next((found for v, e in pairs if (found := _unreadable(v, e, depth + 1))), None)
+    return None
+
+
+def unreadable_note(task: Task, fn: Callable, args: tuple) -> str:
+    """A line for a right answer whose output the visible asserts cannot read (a PyTorch answer whose tensor
+    still requires grad: ``RuntimeError`` in ``np.allclose``; a list of per-head arrays: ``TypeError`` in
+    ``w[0, 0]``): the comparison above reads it (it detaches, stacks), the notebook's own test would fail."""
+    import copy
+
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stderr(sys.stdout):
+            warnings.simplefilter("ignore")
+            what = _unreadable(fn(*copy.deepcopy(args)), task.reference(*copy.deepcopy(args)))
+    except Exception:  # noqa: BLE001 - the comparison already passed on these inputs: nothing to add
+        return ""
+    return f"\n  but it returns {what}." if what else ""
 
 
 def check(assignment: str, func_name: str, fn: Callable) -> None:
