@@ -25,6 +25,17 @@ def test_the_term_base_holds_the_decided_terms():
     assert len(base) >= 25
 
 
+def test_the_tools_words_are_the_translators_rows_not_the_glossarys():
+    """Set-up cell, Jupyter's kernel, docstring, issue: in locales/zh_CN/termbase.md, which term_check
+    reads with the glossary; the book's glossary lists the subject's terms only."""
+    glossary = {t.english for t in tc.term_base(translators=None)}
+    translators = {t.english: t for t in tc.term_base()}
+    for english in ("set-up cell", "kernel", "docstring", "issue"):
+        assert english in translators and english not in glossary, english
+    assert translators["kernel"].chinese == "内核" and "核函数" in translators["kernel"].variants
+    assert "kernel function" not in translators and "核函数" not in tc.GLOSSARY.read_text(encoding="utf-8")
+
+
 def test_the_chinese_catalogues_keep_to_the_term_base():
     files = tc.default_files()
     assert len(files) >= 12 + 12 and not any(p.name == "glossary.po" for p in files)

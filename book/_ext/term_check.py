@@ -4,7 +4,9 @@
     python book/_ext/term_check.py FILE.po    # these catalogues only
 
 ``book/glossary.md``'s "Term base" table gives each English term its one Chinese term and the variants
-not used (:func:`term_base`).  In every msgstr of ``locales/zh_CN/LC_MESSAGES/book/*.po`` (but the
+not used, and so does ``locales/zh_CN/termbase.md``'s, the translators' rows for the tools' words (set-up
+cell, Jupyter's kernel, docstring), which the book's glossary does not list (:func:`term_base`).  In
+every msgstr of ``locales/zh_CN/LC_MESSAGES/book/*.po`` (but the
 glossary's own, which quotes the notes' forms), ``exercises/*.po`` and the figures' ``figures.po``, outside
 inline code, math, roles, link targets and HTML, the check finds:
 
@@ -28,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GLOSSARY = ROOT / "book" / "glossary.md"
+#: The translators' rows: the words of the tools around the chapters, not in the book's glossary.
+TRANSLATORS = ROOT / "locales" / "zh_CN" / "termbase.md"
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 #: The glossary's catalogue quotes the notes' own forms (element-wise相乘求和, window): it is the base,
 #: not a page held to it.
@@ -56,9 +60,14 @@ class Finding:
         return f"{self.file}: {short[:60] + ('…' if len(short) > 60 else '')!r}: {self.what}"
 
 
-def term_base(glossary: Path = GLOSSARY) -> list[Term]:
-    """The rows of the glossary's "Term base" table."""
-    text = glossary.read_text(encoding="utf-8")
+def term_base(glossary: Path = GLOSSARY, translators: Path | None = TRANSLATORS) -> list[Term]:
+    """The rows of the "Term base" tables of the glossary and of the translators' term base."""
+    terms = _term_table(glossary)
+    return terms + (_term_table(translators) if translators is not None else [])
+
+
+def _term_table(path: Path) -> list[Term]:
+    text = path.read_text(encoding="utf-8")
     section = text.split("## Term base", 1)[1].split("\n## ", 1)[0]
     terms = []
     for line in section.splitlines():
