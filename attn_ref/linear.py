@@ -40,7 +40,7 @@ batch dimensions broadcast.  A general (n_q, n_k) mask would bring back the n x 
 stays linear is ``causal=True`` and a ``key_mask`` (..., n_k), True = the key may be attended to
 (padding).  A query whose normaliser phi(q^i)^T z is 0 (no key it may attend to) gets a zero
 output (the :func:`attn_ref.softmax` convention).  Names in the code and the book (efficient.md): D is the
-book's d_phi (the paper's m, number of random features); S and z are the book's Sigma_i and zeta_i (the
+book's d_phi (the paper's m, number of random features); S and z are the book's U_i and zeta_i (the
 paper's S_i and Z_i).  Checked in tests/test_linear_attention.py against a direct O(n^2) computation of the
 same kernel and, for Performer, against torch's exact softmax attention.
 """

@@ -2,13 +2,13 @@
 
 Lee, ML 2021 "Self-attention", Sequence Labeling: the same fully connected network (FCN) is
 applied to every input vector; it cannot tell the two ``saw`` of ``I saw a saw`` apart since
-their vectors are identical.  Feeding it a window of neighbours (x_{t-w}, ..., x_{t+w})
-concatenated fixes that, at the price of (2w+1) times the input parameters.
+their vectors are identical.  Feeding it a window of neighbours (x_{t-r}, ..., x_{t+r})
+concatenated fixes that, at the price of (2r+1) times the input parameters (r, the window radius).
 
 What the exercises check (the chapter trains the same network with PyTorch, in
 :mod:`attn_book.models.tagger`):
 
-* :func:`window_features` — (..., n, d) -> (..., n, (2w+1) d), zero (or ``pad``) beyond the ends;
+* :func:`window_features` — (..., n, d) -> (..., n, (2r+1) d), zero (or ``pad``) beyond the ends;
 * :func:`fcn_tag_logits` — relu(X W1^T + b1) W2^T + b2 for every row (weights shaped like nn.Linear);
 * :func:`windowed_logits` — the same FCN on the windowed features;
 * :func:`n_tagger_params` — the size of the windowed FCN;
@@ -22,20 +22,20 @@ import numpy as np
 from ._checks import as_array, check_dim, check_min_ndim, check_ndim
 
 
-def window_features(X, w: int, pad: float = 0.0) -> np.ndarray:
-    """Concatenate each vector with its w left and w right neighbours.
+def window_features(X, r: int, pad: float = 0.0) -> np.ndarray:
+    """Concatenate each vector with its r left and r right neighbours (r: the window radius).
 
-    X: (..., n, d) -> (..., n, (2w+1) d); row t is [x_{t-w}, ..., x_t, ..., x_{t+w}], positions
+    X: (..., n, d) -> (..., n, (2r+1) d); row t is [x_{t-r}, ..., x_t, ..., x_{t+r}], positions
     outside 0..n-1 filled with ``pad`` (default zeros, as ``torch.nn.functional.pad``).
     """
     X = as_array(X, "X")
     check_min_ndim(X, "X", 2, "(..., n, d)")
-    if w < 0:
-        raise ValueError(f"w: expected a window half-width >= 0, got {w}")
+    if r < 0:
+        raise ValueError(f"r: expected a window radius >= 0, got {r}")
     n = X.shape[-2]
-    widths = [(0, 0)] * (X.ndim - 2) + [(w, w), (0, 0)]
-    P = np.pad(X, widths, constant_values=pad)  # (..., n + 2w, d)
-    return np.concatenate([P[..., k:k + n, :] for k in range(2 * w + 1)], axis=-1)  # (..., n, (2w+1) d)
+    widths = [(0, 0)] * (X.ndim - 2) + [(r, r), (0, 0)]
+    P = np.pad(X, widths, constant_values=pad)  # (..., n + 2r, d)
+    return np.concatenate([P[..., k:k + n, :] for k in range(2 * r + 1)], axis=-1)  # (..., n, (2r+1) d)
 
 
 def _check_fcn(X, W1, b1, W2, b2):
@@ -61,22 +61,22 @@ def fcn_tag_logits(X, W1, b1, W2, b2) -> np.ndarray:
     return H @ W2.T + b2  # (..., n, k)
 
 
-def windowed_logits(X, w: int, W1, b1, W2, b2) -> np.ndarray:
-    """The FCN on windows of 2w+1 vectors: (..., n, d) -> (..., n, k); W1 is (h, (2w+1) d)."""
-    return fcn_tag_logits(window_features(X, w), W1, b1, W2, b2)
+def windowed_logits(X, r: int, W1, b1, W2, b2) -> np.ndarray:
+    """The FCN on windows of 2r+1 vectors: (..., n, d) -> (..., n, k); W1 is (h, (2r+1) d)."""
+    return fcn_tag_logits(window_features(X, r), W1, b1, W2, b2)
 
 
-def n_tagger_params(d: int, w: int, hidden: int, n_tags: int) -> int:
-    """Parameters of the windowed FCN: (2w+1) d h + h + h k + k — linear in the window size."""
-    return (2 * w + 1) * d * hidden + hidden + hidden * n_tags + n_tags
+def n_tagger_params(d: int, r: int, hidden: int, n_tags: int) -> int:
+    """Parameters of the windowed FCN: (2r+1) d h + h + h k + k — linear in the window size."""
+    return (2 * r + 1) * d * hidden + hidden + hidden * n_tags + n_tags
 
 
-def token_dataset(sentences, vectors, labels, w: int) -> tuple[np.ndarray, np.ndarray]:
-    """Windowed features of every token of every sentence, stacked: ((N, (2w+1) d), (N,)).
+def token_dataset(sentences, vectors, labels, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Windowed features of every token of every sentence, stacked: ((N, (2r+1) d), (N,)).
 
     sentences: list of int arrays (word indices); vectors: (V, d) the word vectors (e.g. one-hot);
     labels: list of int arrays, one label per word.  Windows never cross sentence boundaries.
     """
     vectors = as_array(vectors, "vectors")
-    feats = [window_features(vectors[s], w) for s in sentences]
+    feats = [window_features(vectors[s], r) for s in sentences]
     return np.concatenate(feats).astype(np.float32), np.concatenate(labels).astype(np.int64)

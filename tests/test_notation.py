@@ -41,7 +41,7 @@ def test_the_page_lists_the_schemes_symbols_with_their_chapters():
     reg = nc.registry()
     assert reg["K"] == {"matrix_form"} and reg[r"\kappa"] == {"cnn", "rnn"}
     assert reg["h^t"] == {"rnn"} and reg["H"] == {"multi_head"} and reg["p"] == {"speech_images"}
-    assert {"W^q", "W^O", "w", r"\Theta", "g_{dst}", r"\beta_1", r"\Sigma_i", "S_{sram}"} <= set(reg)
+    assert {"W^q", "W^O", "w", r"\Theta", "g_{dst}", r"\beta_1", "U_i", "S_{sram}"} <= set(reg)
     assert not {"W", "c", "e", "h", "k"} & set(reg)   # the letters the scheme forbids bare
 
 

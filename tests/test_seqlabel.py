@@ -44,7 +44,7 @@ def test_window_features_matches_functional_unfold_2d():
 def test_window_features_rejects_bad_input():
     with pytest.raises(ValueError, match=r"\(\.\.\., n, d\)"):
         window_features(np.zeros(3), 1)
-    with pytest.raises(ValueError, match="w"):
+    with pytest.raises(ValueError, match="radius"):
         window_features(np.zeros((3, 2)), -1)
 
 
