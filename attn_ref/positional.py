@@ -1,10 +1,11 @@
 """Sinusoidal positional encoding (lecture: Positional Encoding; Vaswani et al. 2017, sec. 3.5).
 
-Row i of the table is the positional vector e^i of position i (the book's notation; m is the
-frequency index, omega_m = 1 / 10000^(2m / d_model)):
+Positions are counted from 1 as in the book, i = 1 .. n; the paper counts them from 0, so its
+position is p = i - 1. Row i - 1 of the table is the positional vector e^i of position i (m is the
+frequency index, omega_m = 1 / 10000^(2m / d_model); entries are numbered from 0, as in the paper):
 
-e^i[2m]   = sin(i * omega_m)
-e^i[2m+1] = cos(i * omega_m)
+e^i[2m]   = sin((i - 1) * omega_m)
+e^i[2m+1] = cos((i - 1) * omega_m)
 
 Because each (sin, cos) pair rotates at a fixed frequency, e^(i + delta) = R_delta e^i
 for a block-diagonal rotation R_delta that depends on the offset delta only
@@ -23,7 +24,7 @@ def _frequencies(d_model: int) -> np.ndarray:
 
 
 def sinusoidal_positional_encoding(n_positions: int, d_model: int) -> np.ndarray:
-    """The table (n_positions, d_model): row i is position i's vector e^i; sin on even, cos on odd dims."""
+    """The table (n_positions, d_model): row i - 1 is position i's vector e^i; sin on even, cos on odd dims."""
     if n_positions < 0 or d_model < 1:
         raise ValueError(f"expected n_positions >= 0 and d_model >= 1, got ({n_positions}, {d_model})")
     pos = np.arange(n_positions, dtype=np.float64)[:, None]  # (n, 1)
