@@ -140,3 +140,17 @@ def test_lms_files_update_an_existing_canvas_assignment_and_carry_lateness_and_c
     assert lms.canvas(results, {}).splitlines()[0].endswith(f"Section,{A}")  # no ids, no notes column: as before
     moodle = lms.moodle(results, {}).splitlines()
     assert moodle[0] == f"username,{A},{A} feedback" and "late penalty 2" in moodle[1] and "see me" in moodle[2]
+
+
+def test_a_hand_score_of_a_cell_no_automatic_run_scores_counts():
+    """The instructor trial (issue 39): the written answer has no automatic score at all (a markdown cell graded
+    by hand); once a grader scored it in the formgrader, every make grade crashed (KeyError in recount)."""
+    release = nbformat.read(os.path.join(REPO, "exercises", A, A + ".ipynb"), as_version=4)
+    r = empty_result("ann", A, release)
+    assert r.manual_tasks, "ps04 has a cell graded by hand"
+    r.auto = {g: r.max[g] for g in r.tasks if g not in r.manual_tasks}
+    r.recount()
+    assert r.needs_manual == r.manual_tasks and r.total == sum(r.auto.values())
+    r.manual = {g: r.max[g] for g in r.manual_tasks}
+    r.recount()
+    assert r.needs_manual == [] and r.total == sum(r.max.values())

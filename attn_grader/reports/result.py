@@ -78,7 +78,8 @@ class Result:
             return self
         if not self.auto and self.scores:  # a result from before these fields: its scores were the grader's
             self.auto = {g: v for g, v in self.scores.items() if g not in self.manual}
-        self.scores = {g: self.manual.get(g, self.auto[g]) for g in self.tasks if g in self.manual or g in self.auto}
+        self.scores = {g: self.manual[g] if g in self.manual else self.auto[g] for g in self.tasks
+                       if g in self.manual or g in self.auto}
         self.total = round(max(0.0, sum(self.scores.values()) - self.late_penalty), 4)
         return self
 
