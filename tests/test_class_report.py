@@ -282,6 +282,23 @@ def test_findings_rank_ties_by_name_and_count_a_student_once():
     assert ranked[0]["example"] == {"got": "1", "expected": "2"}
 
 
+def test_a_cell_graded_by_hand_is_no_mistake_and_waits_outside_the_shares():
+    """The instructor trial (issue 39): the written answer, not yet graded, showed as 'zero' for the whole class and
+    under 'What went wrong' as 'the notebook's test failed while the re-check passed'."""
+    def r(student, manual=None):
+        res = Result(student, A, tasks=["t", "written_answer"], max={"t": 2.0, "written_answer": 2.0},
+                     manual_tasks=["written_answer"], auto={"t": 2.0}, manual=manual or {}, status="ok",
+                     max_total=4.0)
+        return res.recount()
+
+    results = [r("a"), r("b"), r("c", manual={"written_answer": 1.0})]
+    assert classreport.findings(results, "written_answer") == []
+    page = classreport.render({x.key: x for x in results}, {"finished": 0, "seconds": 1, "workers": 1, "graded": 3})
+    assert "waiting for a grader: 2" in page
+    shares = re.search(r'<th scope="row">written_answer</th>((?:<td>\d+</td>){3})', page)
+    assert shares and re.findall(r"\d+", shares.group(1)) == ["0", "1", "0"], page[-3000:]  # c alone: partial
+
+
 def test_report_escapes_what_students_wrote():
     bad = "<img src=x onerror=alert(1)>"
     res = Result(bad, A, tasks=["t"], max={"t": 2.0}, scores={}, status="ungradable", max_total=2.0,

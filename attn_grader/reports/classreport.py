@@ -114,8 +114,8 @@ def findings(results: list[Result], gid: str) -> list[dict]:
     most students first, then by name; each submission counted once per task."""
     found: dict[str, dict] = {}
     for r in results:
-        if r.status == "ungradable" or gid not in r.tasks:
-            continue
+        if r.status == "ungradable" or gid not in r.tasks or gid in r.manual_tasks:
+            continue  # a cell graded by hand: its score is a grader's judgement (or still to come), no mistake
         m = r.mistakes.get(gid)
         if m:
             name, message = m.get("name", "unrecognised"), m.get("message", "")
@@ -253,7 +253,7 @@ def _section(assignment: str, results: list[Result], similar: dict | None = None
     rows = []
     for gid in tasks:
         mx = max((r.max.get(gid, 0.0) for r in graded), default=0.0)
-        scores = [r.scores.get(gid, 0.0) for r in graded if gid in r.tasks]
+        scores = [r.scores.get(gid, 0.0) for r in graded if gid in r.tasks and gid not in r.needs_manual]
         full = sum(s >= mx - 1e-9 for s in scores)
         zero = sum(s <= 1e-9 for s in scores) if mx > 0 else 0
         rows.append((gid, full, len(scores) - full - zero, zero))
