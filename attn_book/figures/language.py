@@ -15,7 +15,12 @@ How (the chapters and their figure modules know nothing of it):
 The catalogue's messages are the figures' English texts.  A text's numbers are written ``{#}`` in its
 message (``"n = {#}"`` translates ``"n = 6000"`` and ``"n = 8"``; the numbers go back in their order),
 so a changed number is not a new message; mathtext ``$...$`` stays as it is, written into the Chinese.
-Texts that are symbols or numbers only (``q``, ``$k^2$``, ``α``, ``0.25``) are not messages.
+Texts that are symbols or numbers only (``q``, ``$k^2$``, ``α``, ``0.25``) are not messages, unless the
+catalogue has one on purpose (``"RNN: n"`` -> ``"RNN：n"``, the Chinese colon beside Chinese legends).
+
+A text that is data (the word beside each point of a scatter of word vectors) is marked with
+:func:`data_text` where it is drawn: no translation touches it and it is no message, so the data word
+"train" stays "train" on the Chinese figure even though the catalogue translates the legend "train".
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
 METADATA_KEY = "attn_book/figure"  # the output metadata that carries the pickled figure
 NUMBER = "{#}"  # a number in a message
+DATA = "_attn_book_data"  # the attribute of a Text that is data (see data_text); pickled with the figure
 # Latin words a Chinese figure keeps as they are (the Chinese pages write them so too)
 KEPT = frozenset({"FCN", "RNN", "CNN", "GAT", "MLP", "FFN", "GPU", "CPU", "ReLU", "softmax", "Softmax",
                   "Transformer", "Q", "K", "V", "dB", "Hz", "ms", "log"})
@@ -91,10 +97,10 @@ def translate(text: str, catalogue: Mapping[str, str]) -> str | None:
     A text that needs none (symbols, numbers, mathtext) is returned as it is.  The message of the text
     itself wins over its ``{#}`` form, so one number may have its own translation.
     """
-    if not needs_translation(text):
-        return text
     if catalogue.get(text):
         return catalogue[text]
+    if not needs_translation(text):
+        return text
     key = message(text)
     found = catalogue.get(key)
     if not found or found.count(NUMBER) != key.count(NUMBER):
@@ -117,19 +123,36 @@ def untranslated(texts: Iterable[str], catalogue: Mapping[str, str] | None = Non
 
 # --- the figure -----------------------------------------------------------------------------------------
 
+def data_text(text: Text) -> Text:
+    """Mark ``text`` (a matplotlib Text or Annotation) as data, e.g. the word labelling a point: it is
+    drawn as it is in every language (never looked up in the catalogue, whatever message equals it) and
+    is not one of the figure's texts to translate.  Returns ``text``."""
+    setattr(text, DATA, True)
+    return text
+
+
+def is_data(text: Text) -> bool:
+    return bool(getattr(text, DATA, False))
+
+
 def drawn_texts(fig) -> list[str]:
     """Every non-empty visible text the figure drew at its last draw (titles, labels, tick labels,
-    legends, annotations, text in boxes)."""
-    return [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    legends, annotations, text in boxes), except the texts marked as data (:func:`data_text`)."""
+    return [t.get_text() for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and not is_data(t)]
 
 
-def figure_messages(fig) -> list[str]:
-    """The catalogue messages of a figure's English texts (draws it once, so its tick labels are set)."""
+def figure_messages(fig, known: Iterable[str] = ()) -> list[str]:
+    """The catalogue messages of a figure's English texts (draws it once, so its tick labels are set);
+    ``known``: messages of the catalogue, kept for a text that needs no translation but has one."""
     FigureCanvasAgg(fig).draw()
+    known = set(known)
     seen: dict[str, None] = {}
     for text in drawn_texts(fig):
         if needs_translation(text):
             seen[message(text)] = None
+        elif text in known:
+            seen[text] = None
     return list(seen)
 
 
@@ -176,7 +199,7 @@ def _translate_figure(fig, catalogue: Mapping[str, str]) -> list[str]:
             axis.set_major_formatter(_Translated(axis.get_major_formatter(), chinese))
             axis.set_minor_formatter(_Translated(axis.get_minor_formatter(), chinese))
     for t in fig.findobj(Text):
-        new = chinese(t.get_text())
+        new = t.get_text() if is_data(t) else chinese(t.get_text())
         if new != t.get_text():
             t.set_text(new)
         _chinese_font(t)
@@ -283,10 +306,11 @@ def update_catalogue(folder: Path, path: Path = CATALOGUE, extra: Mapping[str, l
     else:
         catalog = Catalog(locale="zh_CN", project="Self-Attention, Step by Step: figure texts")
     pages: dict[str, list[str]] = {}
+    known = {m.id for m in catalog if m.id}
     for page, _cell, entry in executed_figures(folder):
         if "figure" not in entry:
             raise ValueError(f"{page}: a figure the kernel could not save: {entry.get('error')}")
-        for msgid in figure_messages(loads(entry["figure"])):
+        for msgid in figure_messages(loads(entry["figure"]), known):
             if page not in pages.setdefault(msgid, []):
                 pages[msgid].append(page)
     if not pages:
