@@ -85,6 +85,7 @@ def test_a_translated_figure_draws_every_label_in_chinese(figure):
 def test_a_data_word_is_drawn_as_it_is_even_when_a_message_equals_it():
     """The scatter of word vectors labels a point "train" (the vehicle) beside a legend "train" (the
     training set) that the catalogue translates: the word label is data, drawn as it is, and no message."""
+    from attn_book.figures.data_words import is_data
     from attn_book.figures.draw import word_label
 
     catalogue = {**CATALOGUE, "train": "训练", "vehicle": "交通工具"}
@@ -97,7 +98,7 @@ def test_a_data_word_is_drawn_as_it_is_even_when_a_message_equals_it():
         assert language.figure_messages(fig) == ["vehicle", "train"]  # the legend's, not the points'
         chinese = language.loads(language.dumps(fig))  # the mark travels with the pickled figure
         _png, texts, missing = language.render_chinese(chinese, catalogue)
-        words = [t.get_text() for t in chinese.findobj(Text) if language.is_data(t)]
+        words = [t.get_text() for t in chinese.findobj(Text) if is_data(t)]
         assert words == ["train", "bike"], words
         assert "训练" in texts and "交通工具" in texts and "train" not in texts
         assert missing == [] and language.untranslated(texts, catalogue) == []

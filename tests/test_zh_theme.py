@@ -15,10 +15,12 @@ import theme_zh  # noqa: E402
 
 
 def test_the_books_theme_catalogue_wins_over_the_themes_own(monkeypatch):
-    import sphinx_book_theme
+    from importlib.util import find_spec
+
     from sphinx import locale
 
-    theme_locales = Path(sphinx_book_theme.__file__).parent / "theme" / "sphinx_book_theme" / "static" / "locales"
+    theme = Path(find_spec("sphinx_book_theme").origin).parent  # the theme the book's build uses
+    theme_locales = theme / "theme" / "sphinx_book_theme" / "static" / "locales"
     key = ("general", theme_zh.BOOKTHEME)
     monkeypatch.setattr(locale, "translators", locale.translators.copy())
     locale.translators.pop(key, None)

@@ -12,7 +12,7 @@ from matplotlib import colors as mcolors
 from matplotlib import pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from attn_book.figures.language import data_text
+from attn_book.figures.data_words import data_text
 from attn_ref._checks import as_array, check_dim, check_ndim
 
 ATTENTION_CMAP = "viridis"  # the one colour map of every attention heatmap in the book
@@ -76,8 +76,8 @@ def box(ax, x, y, text, color, *, w=1.0, h=0.5, pad=0.03, edgecolor="0.3", linew
 
 
 def word_label(ax, word, xy, *, offset=(5, 4), fontsize=9, **kwargs):
-    """The word ``word`` beside the data point ``xy`` (offset in points).  The word is data: every
-    language edition draws it as it is (see :func:`attn_book.figures.language.data_text`)."""
+    """The word ``word`` beside the data point ``xy`` (offset in points), marked as data (:func:`data_text`):
+    "train" the vehicle stays "train" on a Chinese figure whose legend "train" is 训练."""
     return data_text(ax.annotate(word, xy, textcoords="offset points", xytext=offset, fontsize=fontsize,
                                  **kwargs))
 

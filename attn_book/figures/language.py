@@ -18,9 +18,9 @@ so a changed number is not a new message; mathtext ``$...$`` stays as it is, wri
 Texts that are symbols or numbers only (``q``, ``$k^2$``, ``α``, ``0.25``) are not messages, unless the
 catalogue has one on purpose (``"RNN: n"`` -> ``"RNN：n"``, the Chinese colon beside Chinese legends).
 
-A text that is data (the word beside each point of a scatter of word vectors) is marked with
-:func:`data_text` where it is drawn: no translation touches it and it is no message, so the data word
-"train" stays "train" on the Chinese figure even though the catalogue translates the legend "train".
+A text that is data (the word beside each point of a scatter of word vectors) is marked where it is
+drawn (:mod:`attn_book.figures.data_words`): no translation touches it and it is no message, so the data
+word "train" stays "train" on the Chinese figure even though the catalogue translates the legend "train".
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 from matplotlib.ticker import Formatter
 
+from attn_book.figures.data_words import is_data
 from attn_book.figures.fonts import CJK_FONT, cjk_font_file, strict_glyphs
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
 METADATA_KEY = "attn_book/figure"  # the output metadata that carries the pickled figure
 NUMBER = "{#}"  # a number in a message
-DATA = "_attn_book_data"  # the attribute of a Text that is data (see data_text); pickled with the figure
 # Latin words a Chinese figure keeps as they are (the Chinese pages write them so too)
 KEPT = frozenset({"FCN", "RNN", "CNN", "GAT", "MLP", "FFN", "GPU", "CPU", "ReLU", "softmax", "Softmax",
                   "Transformer", "Q", "K", "V", "dB", "Hz", "ms", "log"})
@@ -123,21 +123,9 @@ def untranslated(texts: Iterable[str], catalogue: Mapping[str, str] | None = Non
 
 # --- the figure -----------------------------------------------------------------------------------------
 
-def data_text(text: Text) -> Text:
-    """Mark ``text`` (a matplotlib Text or Annotation) as data, e.g. the word labelling a point: it is
-    drawn as it is in every language (never looked up in the catalogue, whatever message equals it) and
-    is not one of the figure's texts to translate.  Returns ``text``."""
-    setattr(text, DATA, True)
-    return text
-
-
-def is_data(text: Text) -> bool:
-    return bool(getattr(text, DATA, False))
-
-
 def drawn_texts(fig) -> list[str]:
     """Every non-empty visible text the figure drew at its last draw (titles, labels, tick labels,
-    legends, annotations, text in boxes), except the texts marked as data (:func:`data_text`)."""
+    legends, annotations, text in boxes), but the texts marked as data (attn_book/figures/data_words.py)."""
     return [t.get_text() for t in fig.findobj(Text)
             if t.get_visible() and t.get_text().strip() and not is_data(t)]
 
