@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 from bs4 import BeautifulSoup  # noqa: E402
 from matplotlib import pyplot as plt  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 from site_helpers import ROOT, SITE, need, need_site  # noqa: E402
 
 from attn_book.figures import language  # noqa: E402
@@ -52,6 +53,8 @@ def test_translation_keeps_numbers_and_maths_and_leaves_symbols_alone():
     for symbol in ("q", "$\\alpha'_{1,2}$", "0.25", "3×3", "$W^q$", "FCN"):
         assert language.translate(symbol, CATALOGUE) == symbol
     assert language.translate("value 1", CATALOGUE) is None
+    # a symbols-only text is no message, unless the catalogue has it (a Chinese colon in a legend)
+    assert language.translate("RNN: n", {**CATALOGUE, "RNN: n": "RNN：n"}) == "RNN：n"
     assert language.message("n = 6000, d = 64") == "n = {#}, d = {#}"
 
 
@@ -76,6 +79,32 @@ def test_a_translated_figure_draws_every_label_in_chinese(figure):
     assert figure.axes[0].get_title() == "attention weights"
     assert sorted(language.figure_messages(figure)) == ["attention weights", "key $k^j$", "n = {#} tokens",
                                                        "query {#}"]
+    assert "$k^1$" in language.figure_messages(figure, known=["$k^1$"])
+
+
+def test_a_data_word_is_drawn_as_it_is_even_when_a_message_equals_it():
+    """The scatter of word vectors labels a point "train" (the vehicle) beside a legend "train" (the
+    training set) that the catalogue translates: the word label is data, drawn as it is, and no message."""
+    from attn_book.figures.data_words import is_data
+    from attn_book.figures.draw import word_label
+
+    catalogue = {**CATALOGUE, "train": "训练", "vehicle": "交通工具"}
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.scatter([0, 1], [0, 1], label="vehicle")
+    ax.plot([0, 1], [1, 0], label="train")
+    labels = [word_label(ax, w, xy) for w, xy in (("train", (0, 0)), ("bike", (1, 1)))]
+    ax.legend()
+    try:
+        assert language.figure_messages(fig) == ["vehicle", "train"]  # the legend's, not the points'
+        chinese = language.loads(language.dumps(fig))  # the mark travels with the pickled figure
+        _png, texts, missing = language.render_chinese(chinese, catalogue)
+        words = [t.get_text() for t in chinese.findobj(Text) if is_data(t)]
+        assert words == ["train", "bike"], words
+        assert "训练" in texts and "交通工具" in texts and "train" not in texts
+        assert missing == [] and language.untranslated(texts, catalogue) == []
+        assert [t.get_text() for t in labels] == ["train", "bike"]  # the English figure is untouched
+    finally:
+        plt.close(fig)
 
 
 def test_the_kernel_hook_saves_each_displayed_figure_beside_its_png(figure):
@@ -177,9 +206,10 @@ def test_the_extraction_adds_new_figure_texts_untranslated_and_keeps_translation
         {"cells": [{"cell_type": "code", "outputs": [output]}], "metadata": {}}), encoding="utf-8")
     po = tmp_path / "figures.po"
     po.write_text('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=utf-8\\n"\n\n'
-                  'msgid "query {#}"\nmsgstr "查询 {#}"\n\nmsgid "gone"\nmsgstr "没了"\n', encoding="utf-8")
+                  'msgid "query {#}"\nmsgstr "查询 {#}"\n\nmsgid "gone"\nmsgstr "没了"\n\n'
+                  'msgid "$k^1$"\nmsgstr "$k^1$ 号"\n', encoding="utf-8")
     todo = language.update_catalogue(tmp_path / "jupyter_execute", po)
     assert sorted(todo) == ["attention weights", "key $k^j$", "n = {#} tokens"]
-    catalogue = language.load_catalogue(po)
-    assert catalogue == {"query {#}": "查询 {#}"}
+    catalogue = language.load_catalogue(po)  # a symbols-only text drawn and translated on purpose stays
+    assert catalogue == {"query {#}": "查询 {#}", "$k^1$": "$k^1$ 号"}
     assert "#~ msgid \"gone\"" in po.read_text(encoding="utf-8")

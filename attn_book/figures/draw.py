@@ -1,5 +1,5 @@
 """The drawing primitives every chapter's figures share: colour maps, a labelled heatmap, shaded matrices,
-one arrow, one box, and the end of every diagram (limits, equal aspect, no axes).
+one arrow, one box, a data point's word label, and the end of every diagram (limits, equal aspect, no axes).
 
 Vectors are drawn as columns of cells (the lecture's column vectors); a matrix product as three shaded
 matrices, ``left x right = result``.
@@ -12,6 +12,7 @@ from matplotlib import colors as mcolors
 from matplotlib import pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
+from attn_book.figures.data_words import data_text
 from attn_ref._checks import as_array, check_dim, check_ndim
 
 ATTENTION_CMAP = "viridis"  # the one colour map of every attention heatmap in the book
@@ -72,6 +73,13 @@ def box(ax, x, y, text, color, *, w=1.0, h=0.5, pad=0.03, edgecolor="0.3", linew
     ax.add_patch(patch)
     ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
     return patch
+
+
+def word_label(ax, word, xy, *, offset=(5, 4), fontsize=9, **kwargs):
+    """The word ``word`` beside the data point ``xy`` (offset in points), marked as data (:func:`data_text`):
+    "train" the vehicle stays "train" on a Chinese figure whose legend "train" is 训练."""
+    return data_text(ax.annotate(word, xy, textcoords="offset points", xytext=offset, fontsize=fontsize,
+                                 **kwargs))
 
 
 def finish(ax, xmin, xmax, ymin, ymax, title=None):

@@ -15,7 +15,12 @@ How (the chapters and their figure modules know nothing of it):
 The catalogue's messages are the figures' English texts.  A text's numbers are written ``{#}`` in its
 message (``"n = {#}"`` translates ``"n = 6000"`` and ``"n = 8"``; the numbers go back in their order),
 so a changed number is not a new message; mathtext ``$...$`` stays as it is, written into the Chinese.
-Texts that are symbols or numbers only (``q``, ``$k^2$``, ``α``, ``0.25``) are not messages.
+Texts that are symbols or numbers only (``q``, ``$k^2$``, ``α``, ``0.25``) are not messages, unless the
+catalogue has one on purpose (``"RNN: n"`` -> ``"RNN：n"``, the Chinese colon beside Chinese legends).
+
+A text that is data (the word beside each point of a scatter of word vectors) is marked where it is
+drawn (:mod:`attn_book.figures.data_words`): no translation touches it and it is no message, so the data
+word "train" stays "train" on the Chinese figure even though the catalogue translates the legend "train".
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 from matplotlib.ticker import Formatter
 
+from attn_book.figures.data_words import is_data
 from attn_book.figures.fonts import CJK_FONT, cjk_font_file, strict_glyphs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,10 +97,10 @@ def translate(text: str, catalogue: Mapping[str, str]) -> str | None:
     A text that needs none (symbols, numbers, mathtext) is returned as it is.  The message of the text
     itself wins over its ``{#}`` form, so one number may have its own translation.
     """
-    if not needs_translation(text):
-        return text
     if catalogue.get(text):
         return catalogue[text]
+    if not needs_translation(text):
+        return text
     key = message(text)
     found = catalogue.get(key)
     if not found or found.count(NUMBER) != key.count(NUMBER):
@@ -119,17 +125,22 @@ def untranslated(texts: Iterable[str], catalogue: Mapping[str, str] | None = Non
 
 def drawn_texts(fig) -> list[str]:
     """Every non-empty visible text the figure drew at its last draw (titles, labels, tick labels,
-    legends, annotations, text in boxes)."""
-    return [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    legends, annotations, text in boxes), but the texts marked as data (attn_book/figures/data_words.py)."""
+    return [t.get_text() for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and not is_data(t)]
 
 
-def figure_messages(fig) -> list[str]:
-    """The catalogue messages of a figure's English texts (draws it once, so its tick labels are set)."""
+def figure_messages(fig, known: Iterable[str] = ()) -> list[str]:
+    """The catalogue messages of a figure's English texts (draws it once, so its tick labels are set);
+    ``known``: messages of the catalogue, kept for a text that needs no translation but has one."""
     FigureCanvasAgg(fig).draw()
+    known = set(known)
     seen: dict[str, None] = {}
     for text in drawn_texts(fig):
         if needs_translation(text):
             seen[message(text)] = None
+        elif text in known:
+            seen[text] = None
     return list(seen)
 
 
@@ -176,7 +187,7 @@ def _translate_figure(fig, catalogue: Mapping[str, str]) -> list[str]:
             axis.set_major_formatter(_Translated(axis.get_major_formatter(), chinese))
             axis.set_minor_formatter(_Translated(axis.get_minor_formatter(), chinese))
     for t in fig.findobj(Text):
-        new = chinese(t.get_text())
+        new = t.get_text() if is_data(t) else chinese(t.get_text())
         if new != t.get_text():
             t.set_text(new)
         _chinese_font(t)
@@ -283,10 +294,11 @@ def update_catalogue(folder: Path, path: Path = CATALOGUE, extra: Mapping[str, l
     else:
         catalog = Catalog(locale="zh_CN", project="Self-Attention, Step by Step: figure texts")
     pages: dict[str, list[str]] = {}
+    known = {m.id for m in catalog if m.id}
     for page, _cell, entry in executed_figures(folder):
         if "figure" not in entry:
             raise ValueError(f"{page}: a figure the kernel could not save: {entry.get('error')}")
-        for msgid in figure_messages(loads(entry["figure"])):
+        for msgid in figure_messages(loads(entry["figure"]), known):
             if page not in pages.setdefault(msgid, []):
                 pages[msgid].append(page)
     if not pages:

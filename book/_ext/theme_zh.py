@@ -7,7 +7,9 @@ sphinx-book-theme's own zh_CN translations apply.  What they lack is translated 
 * ``locales/zh_CN/LC_MESSAGES/sphinx.po``: Sphinx's and pydata's strings ("Color mode", "Link to this
   heading", ...); Sphinx reads a ``sphinx.po`` of the book's locale_dirs before its own catalogue;
 * ``locales/zh_CN/LC_MESSAGES/booktheme.po``: sphinx-book-theme's ("Launch on", "Launch interactive
-  content", ...), added after the theme's own catalogue (compiled here; the theme's translations win);
+  content", ...), put before the theme's own catalogue (compiled here): it translates what the theme's
+  lacks, and its translation wins where the theme's goes against the term base ("Source repository":
+  the theme's 源码库, the book's 仓库);
 * the search box's placeholder, Jupyter Book's theme option ``search_bar_text`` (:data:`SEARCH_ZH`);
 * the templates with English written in them (the sidebar toggles, the navigation's aria-label, the print-only
   contents' aria-label in layout.html):
@@ -44,7 +46,19 @@ def theme_in_chinese(app, config) -> None:
     po = LOCALES / config.language / "LC_MESSAGES" / f"{BOOKTHEME}.po"
     if po.is_file():
         _compile(po)
-        app.add_message_catalog(BOOKTHEME, str(LOCALES))
+        ours_first(app)
+
+
+def ours_first(app) -> None:
+    """The book's booktheme catalogue, with the theme's own (registered by the theme's setup) as its
+    fallback: Sphinx would add ours after the theme's, whose translations would then win."""
+    from sphinx import locale
+
+    key = ("general", BOOKTHEME)
+    theme = locale.translators.pop(key, None)
+    app.add_message_catalog(BOOKTHEME, str(LOCALES))
+    if theme is not None and theme.__class__ is not locale.NullTranslations:
+        locale.translators[key].add_fallback(theme)
 
 
 def setup(app):
