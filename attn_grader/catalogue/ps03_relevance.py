@@ -1,7 +1,7 @@
 """Catalogue of ps03_relevance: relevance scores (dot-product and additive) and a stable softmax.
 
 Practises the chapter "Relevance: dot-product and additive" (Dot-product, Additive): the dot-product
-score q . k for every query-key pair, the additive score w^T tanh(W_q q + W_k k) of Bahdanau et al.
+score q . k for every query-key pair, the additive score w^T tanh(W_q a^i + W_k a^j) of Bahdanau et al.
 (2015), a numerically stable softmax, and the weights under a causal and a padding mask.
 Row layout: queries and keys are the rows of Q (n_q, d) and K (n_k, d).
 References: :func:`attn_ref.scores.dot_product_score`, :func:`attn_ref.scores.additive_score`,
@@ -84,13 +84,13 @@ def _cases_additive(rng):
 
 
 ADDITIVE_MISTAKES = (
-    Mistake("tanh_forgotten", "tanh was left out: the score is wᵀ tanh(W_q qⁱ + W_k kʲ), and without the "
+    Mistake("tanh_forgotten", "tanh was left out: the score is wᵀ tanh(W_q aⁱ + W_k aʲ), and without the "
             "activation it is just a sum of a query term and a key term",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = (Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :]
     return h @ w
 '''),
-    Mistake("tanh_after_w", "tanh was applied after the last weights w; it acts on W_q qⁱ + W_k kʲ, "
+    Mistake("tanh_after_w", "tanh was applied after the last weights w; it acts on W_q aⁱ + W_k aʲ, "
             "before w: w . tanh(...)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = (Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :]
@@ -101,20 +101,20 @@ ADDITIVE_MISTAKES = (
     h = np.tanh((Q @ W_k.T)[:, None, :] + (K @ W_q.T)[None, :, :])
     return h @ w
 '''),
-    Mistake("w_ignored", "the last weights w were left out: tanh(W_q qⁱ + W_k kʲ) was summed over its "
-            "components (as if w were all ones); the score is wᵀ tanh(W_q qⁱ + W_k kʲ)",
+    Mistake("w_ignored", "the last weights w were left out: tanh(W_q aⁱ + W_k aʲ) was summed over its "
+            "components (as if w were all ones); the score is wᵀ tanh(W_q aⁱ + W_k aʲ)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = np.tanh((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :])
     return h.sum(-1)
 '''),
-    Mistake("diagonal_pairs_only", "only the pairs (qⁱ, kⁱ) of the same index were scored (the projections "
-            "added row by row, without broadcasting); every query is scored against every key: "
-            "W_q qⁱ + W_k kʲ for all i and j, shape (n_q, n_k)",
+    Mistake("diagonal_pairs_only", "only the pairs of the same index (row i of Q with row i of K) were scored (the "
+            "projections added row by row, without broadcasting); every query is scored against every key: "
+            "W_q aⁱ + W_k aʲ for all i and j, shape (n_q, n_k)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     return np.tanh(Q @ W_q.T + K @ W_k.T) @ w
 '''),
     Mistake("multiplied_not_added", "the two projections were multiplied; the additive score adds them: "
-            "tanh(W_q qⁱ + W_k kʲ)",
+            "tanh(W_q aⁱ + W_k aʲ)",
             '''def additive_scores(Q, K, W_q, W_k, w):
     h = np.tanh((Q @ W_q.T)[:, None, :] * (K @ W_k.T)[None, :, :])
     return h @ w

@@ -318,7 +318,7 @@ BLOCKED_MISTAKES = (
         count += 1
     return out / count
 '''),
-    Mistake("scale_missing", "the scores were not divided by sqrt(d_k): softmax(Q Kᵀ / sqrt(d_k)) V",
+    Mistake("scale_missing", "the scores were not divided by sqrt(d_k): softmax(Q @ K.T / sqrt(d_k)) @ V",
             _blocked_with(("    Q = Q / np.sqrt(d_k)\n", ""))),
     Mistake("not_normalised", "the output was not divided by the running sum s at the end",
             _blocked_with(("return acc / s", "return acc"))),
