@@ -75,11 +75,11 @@ _LINEAR = '''def causal_linear_attention(blocks):
 
 LINEAR_MISTAKES = (
     Mistake("normaliser_forgotten", "the output was not divided by the normaliser φ(qⁱ)ᵀ ζᵢ: "
-            "bⁱ = Σᵢᵀ φ(qⁱ) / (ζᵢᵀ φ(qⁱ)), with ζᵢ the running sum of the φ(kʲ)",
+            "bⁱ = Uᵢᵀ φ(qⁱ) / (ζᵢᵀ φ(qⁱ)), with ζᵢ the running sum of the φ(kʲ)",
             edited(_LINEAR, ("out.append(fq @ Sigma / (fq @ zeta))", "out.append(fq @ Sigma)"))),
     Mistake("prefix_excludes_current", "position i's output was computed before its own key and value were "
             "added to the state, so query i saw the keys j < i only: the causal sums run over j ≤ i; add φ(kⁱ) "
-            "vⁱᵀ to Σ and φ(kⁱ) to ζ first, then read bⁱ",
+            "vⁱᵀ to U and φ(kⁱ) to ζ first, then read bⁱ",
             '''def causal_linear_attention(blocks):
     Sigma, zeta, out = 0.0, 0.0, []
     for q, k, v in blocks:
@@ -89,7 +89,7 @@ LINEAR_MISTAKES = (
         zeta = zeta + fk
     return np.array(out)
 '''),
-    Mistake("phi_on_values", "the feature map was applied to the values too (Σ += φ(kⁱ) φ(vⁱ)ᵀ): φ maps "
+    Mistake("phi_on_values", "the feature map was applied to the values too (U += φ(kⁱ) φ(vⁱ)ᵀ): φ maps "
             "queries and keys only; the state adds φ(kⁱ) vⁱᵀ, the values as they are",
             edited(_LINEAR, ("np.outer(fk, v[0])", "np.outer(fk, phi(v[0]))"))),
     Mistake("phi_not_applied", "the raw query and key were used (qⁱ · kʲ, which can be negative) instead of "
