@@ -26,10 +26,11 @@ A = "ps04_step_by_step"
 BIN = os.path.dirname(sys.executable)
 OPTS = Options(cell_timeout=60, budget=300, recheck_seconds=120, call_seconds=30)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("zip_collect")]
-# Canvas's download names: <name>_<id>_<submission id>_<file>; here the time is in it too, as
-# nbgrader's documentation shows for its own example ("..._attempt_2016-01-30-15-00-00_problem1.ipynb");
-# nbgrader matches it against the extracted file's whole path, hence the leading ".*/"
-REGEXP = (r".*/(?P<student_id>[a-z]+)_\d+_(?P<timestamp>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)"
+# Canvas's download names: <name>_<id>_<submission id>_<file>; here the time is in it too, written as ISO 8601's
+# basic format (20260301T103015), which nbgrader's parse_utc reads right (its documentation's example
+# "2016-01-30-15-00-00" is read as another time: 2026-03-01-10-30-15 becomes 2026-03-02 01:00); nbgrader matches
+# the expression against the extracted file's whole path, hence the leading ".*/"
+REGEXP = (r".*/(?P<student_id>[a-z]+)_\d+_(?P<timestamp>\d{8}T\d{6})"
           r"_(?P<file_id>ps04_step_by_step\.ipynb)")
 
 
@@ -57,10 +58,11 @@ def test_an_lms_download_collected_by_zip_collect_is_graded_as_collected(tmp_pat
     archive = root / "downloaded" / A / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "submissions.zip", "w") as z:  # as the LMS hands it out: one zip
-        for name, uid, when, answers in (("ann", 1001, due - datetime.timedelta(hours=2), right),
-                                         ("ben", 1002, due - datetime.timedelta(hours=1), wrong),
-                                         ("cy", 1003, due + datetime.timedelta(hours=30), right)):
-            z.writestr(f"{name}_{uid}_{when:%Y-%m-%d-%H-%M-%S}_{A}.ipynb",
+        for name, uid, when, answers in (("ann", 1001, due - datetime.timedelta(hours=2, minutes=17), right),
+                                         ("ben", 1002, due - datetime.timedelta(minutes=1, seconds=42), wrong),
+                                         ("cy", 1003, due + datetime.timedelta(hours=30, minutes=30, seconds=15),
+                                          right)):
+            z.writestr(f"{name}_{uid}_{when:%Y%m%dT%H%M%S}_{A}.ipynb",
                        nbformat.writes(with_answers(release, answers)))
     proc = subprocess.run([nbgrader, "zip_collect", A], cwd=root, env=env, capture_output=True, text=True,
                           timeout=600)
@@ -76,7 +78,8 @@ def test_an_lms_download_collected_by_zip_collect_is_graded_as_collected(tmp_pat
     full = float(rows["ann"]["max"]) - points_by_hand(A)  # every automatic point; the written answer by hand
     assert {s: r["status"] for s, r in rows.items()} == {"ann": "ok", "ben": "ok", "cy": "ok"}
     assert float(rows["ann"]["total"]) == full and float(rows["ben"]["total"]) < full
-    assert (rows["ann"]["hours_late"] in ("", "0", "0.0"), float(rows["cy"]["hours_late"])) == (True, 30.0), rows["cy"]
-    # per_day 0.25: 30 hours late is two days begun, half the score taken
+    assert rows["ann"]["hours_late"] in ("", "0", "0.0") and rows["ben"]["hours_late"] in ("", "0", "0.0"), rows
+    assert float(rows["cy"]["hours_late"]) == pytest.approx(30 + 30 / 60 + 15 / 3600, abs=0.01), rows["cy"]
+    # per_day 0.25: 30.5 hours late is two days begun, half the score taken
     assert float(rows["cy"]["late_penalty"]) == pytest.approx(full / 2) and \
         float(rows["cy"]["total"]) == pytest.approx(full / 2), rows["cy"]
