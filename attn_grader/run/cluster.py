@@ -262,10 +262,16 @@ def grade_all(client, course, items: list, opts, report, make_failed, ran=None,
                 batch = pending.pop(fut)
                 heard[0] = time.monotonic()
                 if fut.status == "finished":
-                    for r in fut.result():
-                        report(r)
-                    continue
-                exc = fut.exception()
+                    try:  # the result lives on its worker: one that died since (a later poison task) lost it
+                        results = fut.result()
+                    except Exception as lost:  # noqa: BLE001 - KilledWorker, a lost key: graded again below
+                        exc = lost
+                    else:
+                        for r in results:
+                            report(r)
+                        continue
+                else:
+                    exc = fut.exception()
                 if len(batch) > 1:  # one of them may be the cause: each alone now
                     for item in batch:
                         submit([item])
