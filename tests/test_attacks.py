@@ -30,6 +30,7 @@ VENV = sys.prefix
 OPTS = Options(cell_timeout=15, budget=120, recheck_seconds=60, call_seconds=5, memory=3 << 30)
 HONEST = os.path.join(ATTACKS, "a00_honest_prints_warns", A + ".ipynb")
 OUTPUTS = ("grades.csv", "gradebook.db", "grading_results.json", "grading_report.md", "class_report.html", "feedback",
+           "autograded",
            ".grader")
 HOSTILE_NAMES = ["*", ".x", "a[1]", "new\nline", "=2+3", "<img src=x onerror=alert(1)>"]
 BLANK = os.path.join(REPO, "exercises", A, A + ".ipynb")

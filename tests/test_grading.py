@@ -100,7 +100,9 @@ def test_progress_lines_while_grading(graded_class):
     ran = [i for i, line in enumerate(lines) if line.startswith("[ran ")]
     scored = {line.split("]", 1)[1].split(":")[0].strip(): i for i, line in enumerate(lines)
               if line.startswith("[") and not line.startswith("[ran ")}
-    assert len(ran) == n and lines[ran[-1]].startswith(f"[ran {n}/{n}]"), lines[:5]
+    # every submission ran (a batch run again after a stalled or lost worker says so again: a name may repeat)
+    assert len({lines[i].split("]", 1)[1].strip() for i in ran}) == n, lines[:5]
+    assert any(lines[i].startswith(f"[ran {n}/{n}]") for i in ran), [lines[i] for i in ran[-3:]]
     assert set(scored) == {k.replace("/", " ") for k in results}
     for i in ran:  # "[ran 3/40] mistake_0 ps05_matrix_form" comes before that submission's score line
         assert i < scored[lines[i].split("]", 1)[1].strip()], lines[i]

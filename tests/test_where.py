@@ -14,6 +14,7 @@ checkout's .venv through a ``.pth`` path entry, so that is a layout graded too; 
 install --no-deps``).
 """
 
+import csv
 import json
 import os
 import shutil
@@ -142,9 +143,9 @@ def test_a_recheck_cannot_import_the_reference_installed_in_the_venv(layouts):
 @pytest.mark.parametrize("layout", [FRESH, EDITABLE, PLAIN])
 def test_demo_class_graded_the_same_wherever_the_course_lives(layouts, layout):
     grades = layouts[0]
-    rows = grades[layout].splitlines()
-    honest = [r for r in rows[1:] if not r.startswith("broken,")]
-    assert len(honest) == 7 and all(r.endswith(",ok,on,") for r in honest), rows
+    rows = list(csv.DictReader(grades[layout].splitlines()))
+    honest = [r for r in rows if r["student"] != "broken"]
+    assert len(honest) == 7 and all((r["status"], r["sandbox"], r["reason"]) == ("ok", "on", "") for r in honest), rows
     assert grades[layout] == grades["reference"], (grades[layout], grades["reference"])
 
 

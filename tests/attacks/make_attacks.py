@@ -70,7 +70,7 @@ attacks["a02_calls_attn_ref"] = (honest(output_for_query_answer='''from attn_ref
 
 def output_for_query(a, i, W_q, W_k, W_v):
     return attend_one(a, i, W_q, W_k, W_v, scale=1.0).b
-'''), {"score": 7, "flagged": True})
+'''), {"score": 3, "flagged": False})  # the cleared harness fails this and the next hidden test: nbgrader's 0
 attacks["a02b_calls_torch_sdpa"] = (honest(output_for_query_answer='''import torch
 import torch.nn.functional as F
 
@@ -181,7 +181,7 @@ for _name in list(sys.modules):
 def output_for_query(a, i, W_q, W_k, W_v):
     from attn_ref.attention import attend_one
     return attend_one(a, i, W_q, W_k, W_v, scale=1.0).b
-'''), {"score": 7, "flagged": True})
+'''), {"score": 3, "flagged": False})  # the cleared harness fails this and the next hidden test: nbgrader's 0
 attacks["b02_grader_view_through_proc"] = (after("attention_scores_for_query_answer", '''
 import os
 for _pid in os.listdir('/proc'):
