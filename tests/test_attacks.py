@@ -262,6 +262,25 @@ def test_recheck_inputs_come_from_the_course_secret(graded):
                for x, y in zip(m, n, strict=True))
 
 
+@pytest.mark.browser
+def test_no_script_of_a_student_runs_in_the_feedback_page(graded, tmp_path):
+    """The script attacks' feedback pages in headless Chromium, offline: no dialog opens (a control page's does).
+    Before test_resubmission_replaces_the_grade, which withdraws these submissions (their pages leave with them)."""
+    from site_helpers import chromium, offline_page
+    (control := tmp_path / "control.html").write_text("<img src=x onerror=\"alert('control')\">")
+    pages = [str(control)] + [p for n, exp in graded["expected"].items() if exp.get("no_script") for p in
+                              glob.glob(os.path.join(graded["root"], "feedback", n, "**", "*.html"), recursive=True)]
+    dialogs, titles = [], []
+    with chromium() as browser:
+        page = offline_page(browser)
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        for path in pages:
+            page.goto("file://" + path)
+            page.wait_for_timeout(500)
+            titles.append(page.title())  # student JavaScript sets document.title (e05): never run
+    assert len(pages) > 2 and dialogs == ["control"] and not [t for t in titles if "PWNED" in t or t in ("1", "2", "3")]
+
+
 def test_resubmission_replaces_the_grade(graded):
     root = graded["root"]
     for name in os.listdir(os.path.join(root, "submitted")):
@@ -380,21 +399,3 @@ def test_no_sandbox_is_refused_or_said_in_every_row(tmp_path_factory):
                for p in glob.glob(os.path.join(root, "feedback", "*", A, "*.html")))
     assert sandbox.unusable() is None  # and on this machine the sandbox itself works
     assert float(rows["a_b14"]["total"]) == 10 and float(rows["ann"]["total"]) < 10, rows["ann"]
-
-
-@pytest.mark.browser
-def test_no_script_of_a_student_runs_in_the_feedback_page(graded, tmp_path):
-    """The script attacks' feedback pages in headless Chromium, offline: no dialog opens (a control page's does)."""
-    from site_helpers import chromium, offline_page
-    (control := tmp_path / "control.html").write_text("<img src=x onerror=\"alert('control')\">")
-    pages = [str(control)] + [p for n, exp in graded["expected"].items() if exp.get("no_script") for p in
-                              glob.glob(os.path.join(graded["root"], "feedback", n, "**", "*.html"), recursive=True)]
-    dialogs, titles = [], []
-    with chromium() as browser:
-        page = offline_page(browser)
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        for path in pages:
-            page.goto("file://" + path)
-            page.wait_for_timeout(500)
-            titles.append(page.title())  # student JavaScript sets document.title (e05): never run
-    assert len(pages) > 2 and dialogs == ["control"] and not [t for t in titles if "PWNED" in t or t in ("1", "2", "3")]
