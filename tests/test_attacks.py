@@ -264,8 +264,7 @@ def test_recheck_inputs_come_from_the_course_secret(graded):
 
 @pytest.mark.browser
 def test_no_script_of_a_student_runs_in_the_feedback_page(graded, tmp_path):
-    """The script attacks' feedback pages in headless Chromium, offline: no dialog opens (a control page's does).
-    Before test_resubmission_replaces_the_grade, which withdraws these submissions (their pages leave with them)."""
+    """Script attacks' pages in Chromium, offline: no dialog (a control's opens); before the resubmission test."""
     from site_helpers import chromium, offline_page
     (control := tmp_path / "control.html").write_text("<img src=x onerror=\"alert('control')\">")
     pages = [str(control)] + [p for n, exp in graded["expected"].items() if exp.get("no_script") for p in
