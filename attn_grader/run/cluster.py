@@ -264,7 +264,12 @@ def grade_all(client, course, items: list, opts, report, make_failed, ran=None,
                 if fut.status == "finished":
                     try:  # the result lives on its worker: one that died since (a later poison task) lost it
                         results = fut.result()
-                    except Exception as lost:  # noqa: BLE001 - KilledWorker, a lost key: graded again below
+                    except Exception as lost:  # noqa: BLE001 - KilledWorker, a lost key: graded again, each alone
+                        if len(batch) > 1 or tries.get(id(batch[0]), 0) < SINGLE_TRIES:
+                            fut.release()
+                            for item in batch:
+                                submit([item])
+                            continue
                         exc = lost
                     else:
                         for r in results:
