@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from others_answers_41 import RENORMALISED_MASKED_WEIGHTS
 
 from solutions import cells, solutions
 
@@ -45,15 +46,7 @@ WRONG = {
     d = np.arange(n)[:, None] - np.arange(n)[None, :]
     return (d >= 0) & (d <= L * r)
 '''),
-    "ps03_softmax_then_mask": ("ps03_relevance", "masked_weights", '''def masked_weights(scores, length, causal):
-    n = scores.shape[-1]
-    allowed = np.tril(np.ones((n, n))) if causal else np.ones((n, n))
-    allowed[length:, :] = 0
-    allowed[:, length:] = 0
-    w = softmax(scores, axis=-1) * allowed
-    s = w.sum(-1, keepdims=True)
-    return np.divide(w, s, out=np.zeros_like(w), where=s > 0)
-'''),
+    "ps03_softmax_then_mask": ("ps03_relevance", "masked_weights", RENORMALISED_MASKED_WEIGHTS),
     "ps08_softmax_then_band": ("ps08_speech_images", "truncated_attention", '''def truncated_attention(Q, K, V, w):
     idx = np.arange(len(Q))
     s = Q @ K.T / np.sqrt(Q.shape[1])
