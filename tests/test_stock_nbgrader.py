@@ -18,6 +18,7 @@ import pytest
 from attn_grader.authoring.demo import answers_of, with_answers
 from attn_grader.checking.core import tasks_of
 from attn_grader.run.autograde import Options, grade
+from solutions import points_by_hand
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A = "ps04_step_by_step"
@@ -70,19 +71,13 @@ def test_generate_assignment_rewrites_the_release_unchanged(course):
     assert (root / "exercises" / A / (A + ".ipynb")).read_text(encoding="utf-8") == mine
 
 
-def _points_graded_by_hand(path) -> float:
-    """The points of a notebook's markdown grade cells: a person grades them, no automatic run gives them."""
-    return sum(c.metadata["nbgrader"].get("points", 0) for c in nbformat.read(str(path), as_version=4).cells
-               if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade"))
-
-
 def test_stock_scores_equal_make_grades(course):
     root, ours, _, _ = course
     rows = {r["student_id"]: r for r in csv.DictReader((root / "nbgrader_grades.csv").open())}
     assert set(rows) == {"ann", "ben", "cy", "dee"}
     for student, row in rows.items():
         assert float(row["score"]) == ours[f"{student}/{A}"].total, (student, row, ours[f"{student}/{A}"])
-    by_hand = _points_graded_by_hand(root / "exercises" / A / (A + ".ipynb"))  # the written answer (issue 41)
+    by_hand = points_by_hand(A)  # the written answer (issue 41)
     assert by_hand > 0
     assert float(rows["ann"]["score"]) == float(rows["ann"]["max_score"]) - by_hand > float(rows["cy"]["score"]) > 0
     assert float(rows["ben"]["score"]) == 0
