@@ -261,16 +261,12 @@ def grade_all(client, course, items: list, opts, report, make_failed, ran=None,
             for fut in finished:
                 batch = pending.pop(fut)
                 heard[0] = time.monotonic()
+                lost = False  # a finished batch's result lives on its worker: one killed since lost it
                 if fut.status == "finished":
-                    try:  # the result lives on its worker: one that died since (a later poison task) lost it
+                    try:
                         results = fut.result()
-                    except Exception as lost:  # noqa: BLE001 - KilledWorker, a lost key: graded again, each alone
-                        if len(batch) > 1 or tries.get(id(batch[0]), 0) < SINGLE_TRIES:
-                            fut.release()
-                            for item in batch:
-                                submit([item])
-                            continue
-                        exc = lost
+                    except Exception as error:  # noqa: BLE001 - KilledWorker, a lost key: graded again below
+                        exc, lost = error, True
                     else:
                         for r in results:
                             report(r)
@@ -285,7 +281,7 @@ def grade_all(client, course, items: list, opts, report, make_failed, ran=None,
                 # too (a single-threaded worker may hold two: Dask's worker-saturation), so an
                 # innocent submission queued behind a poison one can be "killed" as often: alone, it
                 # is tried again, up to SINGLE_TRIES times.
-                if isinstance(exc, KilledWorker) and tries.get(id(batch[0]), 0) < SINGLE_TRIES:
+                if (lost or isinstance(exc, KilledWorker)) and tries.get(id(batch[0]), 0) < SINGLE_TRIES:
                     fut.release()
                     submit(batch)
                     continue
